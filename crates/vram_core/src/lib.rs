@@ -1,0 +1,23 @@
+//! # vram_core
+//!
+//! The pure estimator shared by the `vram` CLI and the web page: HuggingFace `config.json` parsing,
+//! exact parameter counts, and the training and inference memory models.
+//!
+//! No IO, no clocks, no platform code: every function takes values and returns values, with counts and
+//! bytes as `u64` (wasm32's `usize` is 32-bit) and saturating arithmetic where inputs are user data.
+
+pub mod error;
+pub mod fields;
+pub mod json;
+pub mod params;
+pub mod presets;
+mod resolve;
+pub mod scenario;
+pub mod spec;
+pub mod units;
+
+pub use error::{ConfigError, ScenarioError};
+pub use params::ParamCounts;
+pub use resolve::{parse_config, resolve_value, KNOWN_MODEL_TYPES};
+pub use scenario::Scenario;
+pub use spec::ModelSpec;

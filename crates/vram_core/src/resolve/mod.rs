@@ -1,0 +1,82 @@
+//! `config.json` → [`ModelSpec`]: detects the architecture from `model_type` and resolves it with that
+//! architecture's defaults, as the matching `transformers` configuration and modeling classes do.
+
+mod builder;
+mod classic;
+mod decoder;
+mod vision;
+
+use crate::error::ConfigError;
+use crate::fields::Fields;
+use crate::json::parse_lenient;
+use crate::spec::ModelSpec;
+pub(crate) use builder::Builder;
+
+/// Every `model_type` resolved with architecture-specific rules (others use the generic decoder reading).
+pub const KNOWN_MODEL_TYPES: &[&str] = &[
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+    "gemma3_text", "gemma3", "cohere", "olmo2", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss",
+    "gpt2", "opt", "bloom", "gpt_neox", "bert", "t5", "mamba", "llava",
+];
+
+/// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
+///
+/// `name_hint` (e.g. the file name) is used when the config carries no `_name_or_path`.
+pub fn parse_config(text: &str, name_hint: Option<&str>) -> Result<ModelSpec, ConfigError> {
+    let value = parse_lenient(text)?;
+    resolve_value(&value, name_hint)
+}
+
+/// Resolves an already parsed JSON value (see [`parse_config`]).
+pub fn resolve_value(value: &serde_json::Value, name_hint: Option<&str>) -> Result<ModelSpec, ConfigError> {
+    let map = value.as_object().ok_or_else(|| ConfigError::NotAnObject { found: json_type(value).into() })?;
+    let fields = Fields::new(map, "");
+    let model_type = fields.str("model_type")?.unwrap_or("").to_string();
+    let mut spec = match model_type.as_str() {
+        "gpt2" => classic::gpt2(fields)?,
+        "opt" => classic::opt(fields)?,
+        "bloom" => classic::bloom(fields)?,
+        "gpt_neox" => classic::gpt_neox(fields)?,
+        "bert" => classic::bert(fields)?,
+        "t5" => classic::t5(fields)?,
+        "mamba" => classic::mamba(fields)?,
+        "llava" | "gemma3" => vision::multimodal(fields, &model_type)?,
+        _ => decoder::decoder(fields, &model_type, false)?,
+    };
+    spec.name = fields
+        .str("_name_or_path")?
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .or_else(|| name_hint.map(str::to_string))
+        .unwrap_or_else(|| if model_type.is_empty() { "model".into() } else { model_type.clone() });
+    spec.quantization_config = fields.value("quantization_config").cloned();
+    spec.torch_dtype = match fields.str("torch_dtype")? {
+        Some(d) => Some(d.to_string()),
+        None => fields.str("dtype")?.map(str::to_string),
+    };
+    Ok(spec)
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Reads the dropout probabilities under their many names (0 when absent).
+pub(crate) fn dropouts(f: Fields<'_>, attention_keys: &[&str], hidden_keys: &[&str]) -> Result<(f64, f64), ConfigError> {
+    let first = |keys: &[&str]| -> Result<f64, ConfigError> {
+        for key in keys {
+            if let Some(p) = f.f64(key)? {
+                return Ok(p.clamp(0.0, 1.0));
+            }
+        }
+        Ok(0.0)
+    };
+    Ok((first(attention_keys)?, first(hidden_keys)?))
+}

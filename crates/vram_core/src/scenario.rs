@@ -1,0 +1,285 @@
+//! The scenario: what the user wants to do with the model (train or serve, dtypes, batch, sequence,
+//! optimizer, LoRA, sharding, inference format). One serde type backs the CLI flags, the page and the
+//! measurement probe, so the three always describe the same run.
+
+use crate::error::ScenarioError;
+use serde::{Deserialize, Serialize};
+
+/// Train or serve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// One training step (forward, backward, optimizer step).
+    #[default]
+    Train,
+    /// Generation: prefill of `seq_len` tokens, then decoding.
+    Infer,
+}
+
+/// Storage dtype of the model's parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dtype {
+    /// 4 bytes.
+    Fp32,
+    /// 2 bytes.
+    #[default]
+    Bf16,
+    /// 2 bytes.
+    Fp16,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Dtype::Fp32 => 4,
+            Dtype::Bf16 | Dtype::Fp16 => 2,
+        }
+    }
+    /// The name used by flags and by PyTorch (`torch.bfloat16` ↔ `bf16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Fp32 => "fp32",
+            Dtype::Bf16 => "bf16",
+            Dtype::Fp16 => "fp16",
+        }
+    }
+}
+
+/// Autocast over fp32 master weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MixedPrecision {
+    /// No autocast: compute in the parameter dtype.
+    #[default]
+    None,
+    /// `torch.autocast(dtype=torch.bfloat16)` with fp32 parameters.
+    Bf16,
+    /// `torch.autocast(dtype=torch.float16)` with fp32 parameters (and a grad scaler).
+    Fp16,
+}
+
+/// Optimizer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    /// Plain SGD: no state.
+    Sgd,
+    /// SGD with momentum: one buffer per parameter.
+    SgdMomentum,
+    /// AdamW: two moments per parameter.
+    #[default]
+    Adamw,
+    /// bitsandbytes 8-bit AdamW: two int8 moments with block-wise fp32 scales.
+    Adamw8bit,
+    /// Adafactor: factored second moment (row + column vectors for matrices).
+    Adafactor,
+    /// Lion: one momentum buffer.
+    Lion,
+}
+
+/// Attention implementation (`attn_implementation` in transformers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionImpl {
+    /// Materialises the b·h·s² scores and probabilities.
+    Eager,
+    /// `torch.nn.functional.scaled_dot_product_attention`: memory-efficient / flash kernels, O(s) state.
+    #[default]
+    Sdpa,
+    /// flash-attention 2.
+    Flash,
+}
+
+/// Which modules LoRA adapts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoraTargets {
+    /// peft's default for the architecture (`q_proj,v_proj` for llama).
+    #[default]
+    Default,
+    /// Every `nn.Linear` except the output head (peft's `all-linear`).
+    AllLinear,
+    /// Named leaf modules (`q_proj`, `v_proj`, ...).
+    Modules(Vec<String>),
+}
+
+/// Quantization of the frozen base model under LoRA (QLoRA).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BaseQuant {
+    /// Base weights in the scenario dtype.
+    #[default]
+    None,
+    /// bitsandbytes LLM.int8.
+    Int8,
+    /// bitsandbytes 4-bit NormalFloat (QLoRA).
+    Nf4,
+}
+
+/// LoRA adapters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lora {
+    /// Rank.
+    pub r: u64,
+    /// Scaling numerator (`lora_alpha`).
+    pub alpha: u64,
+    /// Target modules.
+    pub targets: LoraTargets,
+    /// Quantization of the frozen base (QLoRA with `nf4`).
+    #[serde(default)]
+    pub base_quant: BaseQuant,
+}
+
+/// ZeRO stage (FSDP's `SHARD_GRAD_OP` ≈ 2, `FULL_SHARD` ≈ 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ZeroStage(pub u8);
+
+/// Inference engine whose memory behaviour is modelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// HF transformers `generate` with its dynamic cache.
+    #[default]
+    Transformers,
+    /// vLLM's paged KV cache and start-up profiling.
+    Vllm,
+}
+
+/// Everything about the run except the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scenario {
+    /// Train or serve.
+    pub mode: Mode,
+    /// Parameter storage dtype (fp32 master weights under mixed precision).
+    pub dtype: Dtype,
+    /// Autocast dtype over fp32 weights.
+    pub mixed_precision: MixedPrecision,
+    /// Optimizer (training).
+    pub optimizer: Optimizer,
+    /// Sequences per step (micro-batch) or concurrent sequences.
+    pub batch: u64,
+    /// Tokens per sequence (training) or prompt/context length (inference).
+    pub seq_len: u64,
+    /// HF gradient checkpointing (per layer, non-reentrant).
+    pub grad_checkpointing: bool,
+    /// Attention implementation.
+    pub attention: AttentionImpl,
+    /// LoRA adapters, if any.
+    pub lora: Option<Lora>,
+    /// Data-parallel GPUs.
+    pub gpus: u64,
+    /// ZeRO stage 0–3.
+    pub zero: ZeroStage,
+    /// ZeRO-Offload of optimizer states to CPU.
+    pub offload_optimizer: bool,
+    /// ZeRO-3 parameter offload to CPU.
+    pub offload_params: bool,
+    /// Micro-batches accumulated before each optimizer step.
+    pub grad_accumulation: u64,
+    /// Weight format for inference (`None`: from the config's `quantization_config`, else `dtype`).
+    pub weights: Option<String>,
+    /// KV cache dtype (`None`: the compute dtype).
+    pub kv_dtype: Option<String>,
+    /// Positions whose logits are computed in generation (1 = last only; 0 = all positions).
+    pub logits_to_keep: u64,
+    /// Inference engine profile.
+    pub engine: Engine,
+}
+
+impl Default for Scenario {
+    /// Training default of the page and CLI: bf16 mixed precision (fp32 master weights), AdamW,
+    /// batch 1, 2048 tokens, SDPA, no checkpointing.
+    fn default() -> Self {
+        Scenario {
+            mode: Mode::Train,
+            dtype: Dtype::Fp32,
+            mixed_precision: MixedPrecision::Bf16,
+            optimizer: Optimizer::Adamw,
+            batch: 1,
+            seq_len: 2048,
+            grad_checkpointing: false,
+            attention: AttentionImpl::Sdpa,
+            lora: None,
+            gpus: 1,
+            zero: ZeroStage(0),
+            offload_optimizer: false,
+            offload_params: false,
+            grad_accumulation: 1,
+            weights: None,
+            kv_dtype: None,
+            logits_to_keep: 1,
+            engine: Engine::Transformers,
+        }
+    }
+}
+
+/// Largest batch, sequence length, rank or GPU count accepted (far beyond any real run; keeps all
+/// products of scenario values and model sizes inside saturating `u64` arithmetic).
+pub const MAX_SCENARIO_VALUE: u64 = 1 << 24;
+
+impl Scenario {
+    /// Inference default: bf16 weights, batch 1, a 4096-token context.
+    pub fn inference() -> Self {
+        Scenario { mode: Mode::Infer, dtype: Dtype::Bf16, mixed_precision: MixedPrecision::None, seq_len: 4096, ..Scenario::default() }
+    }
+
+    /// Checks ranges; every message names the field.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let positive = |field: &str, v: u64| {
+            if v == 0 || v > MAX_SCENARIO_VALUE {
+                Err(ScenarioError::Invalid { field: field.into(), expected: format!("an integer from 1 to {MAX_SCENARIO_VALUE}"), found: v.to_string() })
+            } else {
+                Ok(())
+            }
+        };
+        positive("batch", self.batch)?;
+        positive("seq_len", self.seq_len)?;
+        positive("gpus", self.gpus)?;
+        positive("grad_accumulation", self.grad_accumulation)?;
+        if self.zero.0 > 3 {
+            return Err(ScenarioError::Invalid { field: "zero".into(), expected: "a ZeRO stage 0, 1, 2 or 3".into(), found: self.zero.0.to_string() });
+        }
+        if let Some(lora) = &self.lora {
+            positive("lora.r", lora.r)?;
+            positive("lora.alpha", lora.alpha)?;
+        }
+        if self.offload_params && self.zero.0 < 3 {
+            return Err(ScenarioError::Invalid { field: "offload_params".into(), expected: "ZeRO stage 3 (parameters are only offloaded when partitioned)".into(), found: format!("ZeRO stage {}", self.zero.0) });
+        }
+        if self.logits_to_keep > MAX_SCENARIO_VALUE {
+            return Err(ScenarioError::Invalid { field: "logits_to_keep".into(), expected: format!("0 (all positions) to {MAX_SCENARIO_VALUE}"), found: self.logits_to_keep.to_string() });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_round_trips_through_json_with_defaults_for_missing_keys() {
+        let s: Scenario = serde_json::from_str(r#"{"batch": 4, "optimizer": "sgd-momentum"}"#).unwrap();
+        assert_eq!(s.batch, 4);
+        assert_eq!(s.optimizer, Optimizer::SgdMomentum);
+        assert_eq!(s.seq_len, 2048);
+        let back: Scenario = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn zero_batch_is_rejected_by_name() {
+        let err = Scenario { batch: 0, ..Scenario::default() }.validate().unwrap_err();
+        assert!(err.to_string().starts_with("batch:"));
+    }
+
+    #[test]
+    fn lora_targets_serialise_as_kebab_case() {
+        let l = Lora { r: 8, alpha: 16, targets: LoraTargets::Modules(vec!["q_proj".into()]), base_quant: BaseQuant::Nf4 };
+        let json = serde_json::to_string(&l).unwrap();
+        assert_eq!(json, r#"{"r":8,"alpha":16,"targets":{"modules":["q_proj"]},"base_quant":"nf4"}"#);
+    }
+}

@@ -1,0 +1,254 @@
+//! The validated model description: no `Option` left for sizes, one entry per layer, and the full
+//! tensor inventory (every parameter tensor with its HF name and shape) from which parameter counts,
+//! LoRA targets, quantized sizes and per-layer memory are derived.
+
+use serde::{Deserialize, Serialize};
+
+/// Broad structure of a model, which decides how memory is modelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Causal language model (llama, gpt2, mixtral, deepseek, ...).
+    DecoderOnly,
+    /// Encoder–decoder (t5).
+    EncoderDecoder,
+    /// Encoder only (bert).
+    EncoderOnly,
+    /// State-space model (mamba): a fixed-size recurrent state instead of a KV cache.
+    StateSpace,
+}
+
+/// Which normalisation the model uses (decides saved activations and parameter counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NormKind {
+    /// RMSNorm: one weight vector.
+    RmsNorm,
+    /// LayerNorm with weight and bias.
+    LayerNorm,
+    /// LayerNorm with weight only (cohere).
+    LayerNormNoBias,
+}
+
+/// Multi-head latent attention dimensions (DeepSeek-V2/V3).
+/// Source: `modeling_deepseek_v3.py`, `DeepseekV3Attention`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MlaSpec {
+    /// Rank of the query compression (`None`: queries are projected directly, as in V2-Lite).
+    pub q_lora_rank: Option<u64>,
+    /// Rank of the joint key/value latent, the part that is cached.
+    pub kv_lora_rank: u64,
+    /// Per-head dimension of the decoupled rotary key (shared by all heads, cached).
+    pub qk_rope_head_dim: u64,
+    /// Per-head dimension of the non-rotary part of queries and keys.
+    pub qk_nope_head_dim: u64,
+}
+
+/// One attention block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttentionSpec {
+    /// Query heads.
+    pub num_heads: u64,
+    /// Key/value heads (GQA/MQA when fewer than `num_heads`).
+    pub num_kv_heads: u64,
+    /// Per-head dimension of queries and keys.
+    pub head_dim: u64,
+    /// Per-head dimension of values (equal to `head_dim` except in MLA).
+    pub v_head_dim: u64,
+    /// Sliding-window length for this layer, if it attends only to the last `n` tokens.
+    pub sliding_window: Option<u64>,
+    /// MLA dimensions, for DeepSeek-style latent attention.
+    pub mla: Option<MlaSpec>,
+}
+
+/// The feed-forward block of one layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum FfnSpec {
+    /// One MLP.
+    Dense {
+        /// Inner width.
+        intermediate_size: u64,
+        /// Gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down).
+        gated: bool,
+    },
+    /// Mixture of experts.
+    Moe {
+        /// Routed experts.
+        num_experts: u64,
+        /// Experts each token is routed to.
+        experts_per_token: u64,
+        /// Inner width of each routed expert.
+        expert_intermediate_size: u64,
+        /// Inner width of the always-active shared expert(s), 0 when none.
+        shared_intermediate_size: u64,
+        /// Whether experts are gated MLPs.
+        gated: bool,
+    },
+}
+
+/// Selective state-space mixer dimensions (mamba). Source: `modeling_mamba.py`, `MambaMixer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsmSpec {
+    /// Inner width (`expand * hidden_size`).
+    pub d_inner: u64,
+    /// SSM state size per channel.
+    pub state_size: u64,
+    /// Causal convolution kernel width.
+    pub conv_kernel: u64,
+    /// Rank of the time-step projection.
+    pub dt_rank: u64,
+}
+
+/// One layer of a stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerSpec {
+    /// Self-attention, if the layer has it.
+    pub attention: Option<AttentionSpec>,
+    /// Cross-attention over the encoder output (t5 decoder).
+    pub cross_attention: Option<AttentionSpec>,
+    /// Feed-forward block.
+    pub ffn: Option<FfnSpec>,
+    /// State-space mixer (mamba).
+    pub ssm: Option<SsmSpec>,
+}
+
+/// A vision tower counted with the language model (llava's CLIP encoder).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VisionSpec {
+    /// Hidden width of the vision transformer.
+    pub hidden_size: u64,
+    /// Layers of the vision transformer.
+    pub num_layers: u64,
+    /// Attention heads.
+    pub num_heads: u64,
+    /// MLP width.
+    pub intermediate_size: u64,
+    /// Image side in pixels.
+    pub image_size: u64,
+    /// Patch side in pixels.
+    pub patch_size: u64,
+}
+
+/// What part of the model a tensor belongs to (the rows of the parameter breakdown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Component {
+    /// Token embeddings (and embedding projections).
+    Embedding,
+    /// Learned position / token-type embeddings.
+    PositionEmbedding,
+    /// Attention projections (weights; biases go to `Bias`).
+    Attention,
+    /// Dense MLP projections.
+    Mlp,
+    /// Routed experts of an MoE layer.
+    Experts,
+    /// Shared (always active) experts of an MoE layer.
+    SharedExperts,
+    /// MoE router.
+    Router,
+    /// State-space mixer parameters (mamba).
+    Mixer,
+    /// Normalisation weights (and their biases) inside layers.
+    Norm,
+    /// Biases of linear layers.
+    Bias,
+    /// Norm(s) after the last layer (and after embeddings).
+    FinalNorm,
+    /// Output projection to the vocabulary (absent when tied to the embeddings).
+    LmHead,
+    /// Pooler or other heads (bert's pooler).
+    Head,
+    /// Vision tower (llava).
+    Vision,
+    /// Multimodal projector (llava).
+    Projector,
+}
+
+/// Whether (and how) a tensor is an `nn.Linear` weight, which LoRA can target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinearShape {
+    /// Input features.
+    pub in_features: u64,
+    /// Output features.
+    pub out_features: u64,
+}
+
+/// One parameter tensor of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorSpec {
+    /// HF-style name, e.g. `model.layers.0.self_attn.q_proj.weight`.
+    pub name: String,
+    /// Breakdown row.
+    pub component: Component,
+    /// Layer index, for per-layer tensors.
+    pub layer: Option<u32>,
+    /// Shape (2-D for linear weights as `[out, in]`, 3-D for fused experts).
+    pub shape: Vec<u64>,
+    /// Set for weights of `nn.Linear`-like modules (LoRA targets), with their features.
+    pub linear: Option<LinearShape>,
+    /// A persistent buffer stored in the checkpoint but not trained (DeepSeek-V3's router bias).
+    pub buffer: bool,
+}
+
+impl TensorSpec {
+    /// Number of elements (saturating, so absurd configs cannot overflow).
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
+    }
+
+    /// The leaf module name peft matches targets against (`q_proj` in `...self_attn.q_proj.weight`).
+    pub fn module_leaf(&self) -> &str {
+        let mut parts = self.name.rsplit('.');
+        let _param = parts.next();
+        parts.next().unwrap_or("")
+    }
+}
+
+/// A validated model: every size known, one [`LayerSpec`] per layer, and the tensor inventory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// Display name (`_name_or_path`, or the file name the caller passed).
+    pub name: String,
+    /// `model_type` as written in the config (`text_config`'s for multimodal wrappers are in `text_model_type`).
+    pub model_type: String,
+    /// The language model's own `model_type` (differs from `model_type` for llava).
+    pub text_model_type: String,
+    /// Broad structure.
+    pub kind: ModelKind,
+    /// Residual stream width.
+    pub hidden_size: u64,
+    /// Vocabulary size.
+    pub vocab_size: u64,
+    /// Layers of the main stack (the decoder for t5, the encoder for bert).
+    pub num_layers: u64,
+    /// Encoder layers of an encoder–decoder model (0 otherwise).
+    pub num_encoder_layers: u64,
+    /// Longest context the config declares (0 if it declares none).
+    pub max_position_embeddings: u64,
+    /// Whether the output projection shares the input embedding matrix.
+    pub tie_word_embeddings: bool,
+    /// Activation function name as in the config.
+    pub hidden_act: String,
+    /// Normalisation kind.
+    pub norm: NormKind,
+    /// Dropout probability on attention weights (saved masks in training when > 0).
+    pub attention_dropout: f64,
+    /// Dropout probability on residual branches / hidden states.
+    pub hidden_dropout: f64,
+    /// `torch_dtype` / `dtype` the checkpoint is stored in, if declared.
+    pub torch_dtype: Option<String>,
+    /// The main stack, one entry per layer.
+    pub layers: Vec<LayerSpec>,
+    /// The encoder stack of an encoder–decoder model.
+    pub encoder_layers: Vec<LayerSpec>,
+    /// Vision tower, for multimodal models.
+    pub vision: Option<VisionSpec>,
+    /// `quantization_config` as written, if any (its interpretation lives in the inference model).
+    pub quantization_config: Option<serde_json::Value>,
+    /// Every parameter tensor.
+    pub tensors: Vec<TensorSpec>,
+    /// Assumptions made while reading the config (unknown `model_type`, defaults filled in).
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,33 @@
+//! Exact parameter counts for every bundled config against its published count (presets/INDEX.tsv).
+
+use vram_core::presets::PRESETS;
+use vram_core::{parse_config, ParamCounts};
+
+/// Rows that cannot be matched exactly, with the reason. Empty: every row matches.
+const KNOWN_GAPS: &[(&str, &str)] = &[];
+
+#[test]
+fn every_bundled_config_matches_its_published_parameter_count() {
+    let mut failures = Vec::new();
+    for preset in PRESETS {
+        let spec = match parse_config(preset.json, Some(preset.id)) {
+            Ok(spec) => spec,
+            Err(err) => {
+                failures.push(format!("{}: does not parse: {err}", preset.id));
+                continue;
+            }
+        };
+        let counts = ParamCounts::of(&spec);
+        let gap = KNOWN_GAPS.iter().find(|(id, _)| *id == preset.id);
+        if counts.total != preset.published_params && gap.is_none() {
+            let diff = counts.total as i128 - preset.published_params as i128;
+            failures.push(format!("{}: computed {} vs published {} (diff {diff})", preset.id, counts.total, preset.published_params));
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn all_thirty_seven_shared_configs_are_bundled() {
+    assert_eq!(PRESETS.len(), 37);
+}
