@@ -11,10 +11,20 @@ fn main() {
         match parse_config(p.json, Some(p.id)) {
             Ok(spec) => {
                 let c = ParamCounts::of(&spec);
-                let ok = if c.total == p.published_params { "exact" } else { "MISMATCH" };
-                println!("| {} | {} | {} | {} | {} | {ok} |", p.id, spec.model_type, c.total, p.published_params, c.active);
+                let ok = if c.total == p.published_params {
+                    "exact"
+                } else {
+                    "MISMATCH"
+                };
+                println!(
+                    "| {} | {} | {} | {} | {} | {ok} |",
+                    p.id, spec.model_type, c.total, p.published_params, c.active
+                );
             }
-            Err(e) => println!("| {} | - | error: {e} | {} | - | - |", p.id, p.published_params),
+            Err(e) => println!(
+                "| {} | - | error: {e} | {} | - | - |",
+                p.id, p.published_params
+            ),
         }
     }
 }

@@ -50,16 +50,25 @@ impl<'a> Fields<'a> {
     fn invalid(&self, key: &str, expected: &str, found: &Value) -> ConfigError {
         let mut found = found.to_string();
         if found.len() > 60 {
-            let cut = (0..=60).rev().find(|&i| found.is_char_boundary(i)).unwrap_or(0);
+            let cut = (0..=60)
+                .rev()
+                .find(|&i| found.is_char_boundary(i))
+                .unwrap_or(0);
             found.truncate(cut);
             found.push('…');
         }
-        ConfigError::InvalidField { field: self.name(key), expected: expected.into(), found }
+        ConfigError::InvalidField {
+            field: self.name(key),
+            expected: expected.into(),
+            found,
+        }
     }
 
     /// A non-negative integer field (integral floats such as `4096.0` are accepted).
     pub fn u64(&self, key: &str) -> Result<Option<u64>, ConfigError> {
-        let Some(v) = self.value(key) else { return Ok(None) };
+        let Some(v) = self.value(key) else {
+            return Ok(None);
+        };
         let expected = "a non-negative integer";
         let n = if let Some(n) = v.as_u64() {
             n
@@ -83,7 +92,11 @@ impl<'a> Fields<'a> {
         match self.u64(key) {
             Ok(Some(0)) => Err(self.invalid(key, "a positive integer", &Value::from(0))),
             Err(ConfigError::InvalidField { field, found, .. }) if !found.contains('^') => {
-                Err(ConfigError::InvalidField { field, expected: "a positive integer".into(), found })
+                Err(ConfigError::InvalidField {
+                    field,
+                    expected: "a positive integer".into(),
+                    found,
+                })
             }
             other => other,
         }
@@ -101,10 +114,15 @@ impl<'a> Fields<'a> {
 
     /// A required positive integer among aliases; the error names all of them.
     pub fn require_any(&self, keys: &[&str], why: &str) -> Result<u64, ConfigError> {
-        self.positive_any(keys)?.ok_or_else(|| ConfigError::MissingField {
-            field: keys.iter().map(|k| self.name(k)).collect::<Vec<_>>().join(" or "),
-            why: why.into(),
-        })
+        self.positive_any(keys)?
+            .ok_or_else(|| ConfigError::MissingField {
+                field: keys
+                    .iter()
+                    .map(|k| self.name(k))
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                why: why.into(),
+            })
     }
 
     /// A boolean field.
@@ -120,7 +138,11 @@ impl<'a> Fields<'a> {
     pub fn f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
         match self.value(key) {
             None => Ok(None),
-            Some(v) => v.as_f64().filter(|f| f.is_finite()).map(Some).ok_or_else(|| self.invalid(key, "a number", v)),
+            Some(v) => v
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .map(Some)
+                .ok_or_else(|| self.invalid(key, "a number", v)),
         }
     }
 
@@ -139,7 +161,10 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|item| item.as_str().ok_or_else(|| self.invalid(key, "a list of strings", item)))
+                .map(|item| {
+                    item.as_str()
+                        .ok_or_else(|| self.invalid(key, "a list of strings", item))
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
             Some(other) => Err(self.invalid(key, "a list of strings", other)),
@@ -152,7 +177,10 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|item| item.as_u64().ok_or_else(|| self.invalid(key, "a list of non-negative integers", item)))
+                .map(|item| {
+                    item.as_u64()
+                        .ok_or_else(|| self.invalid(key, "a list of non-negative integers", item))
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
             Some(other) => Err(self.invalid(key, "a list of non-negative integers", other)),
@@ -173,12 +201,18 @@ mod tests {
     #[test]
     fn string_where_a_size_belongs_names_the_field() {
         let err = with(json!({"hidden_size": "big"}), |f| f.positive("hidden_size")).unwrap_err();
-        assert_eq!(err.to_string(), r#"field "hidden_size": expected a positive integer, found "big""#);
+        assert_eq!(
+            err.to_string(),
+            r#"field "hidden_size": expected a positive integer, found "big""#
+        );
     }
 
     #[test]
     fn negative_layer_count_is_rejected() {
-        let err = with(json!({"num_hidden_layers": -3}), |f| f.positive("num_hidden_layers")).unwrap_err();
+        let err = with(json!({"num_hidden_layers": -3}), |f| {
+            f.positive("num_hidden_layers")
+        })
+        .unwrap_err();
         assert!(err.to_string().contains("num_hidden_layers") && err.to_string().contains("-3"));
     }
 
@@ -186,11 +220,17 @@ mod tests {
     fn absurd_sizes_are_rejected_not_overflowed() {
         assert!(with(json!({"h": 1e30}), |f| f.positive("h")).is_err());
         assert!(with(json!({"h": 18446744073709551615u64}), |f| f.positive("h")).is_err());
-        assert_eq!(with(json!({"h": 4096.0}), |f| f.positive("h")).unwrap(), Some(4096));
+        assert_eq!(
+            with(json!({"h": 4096.0}), |f| f.positive("h")).unwrap(),
+            Some(4096)
+        );
     }
 
     #[test]
     fn null_counts_as_absent() {
-        assert_eq!(with(json!({"q_lora_rank": null}), |f| f.positive("q_lora_rank")).unwrap(), None);
+        assert_eq!(
+            with(json!({"q_lora_rank": null}), |f| f.positive("q_lora_rank")).unwrap(),
+            None
+        );
     }
 }

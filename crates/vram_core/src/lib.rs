@@ -7,16 +7,19 @@
 //! bytes as `u64` (wasm32's `usize` is 32-bit) and saturating arithmetic where inputs are user data.
 
 pub mod error;
+pub mod estimate;
 pub mod fields;
 pub mod json;
 pub mod params;
 pub mod presets;
+pub mod report;
 mod resolve;
 pub mod scenario;
 pub mod spec;
 pub mod units;
 
 pub use error::{ConfigError, ScenarioError};
+pub use estimate::{estimate, Estimate, Sections};
 pub use params::ParamCounts;
 pub use resolve::{parse_config, resolve_value, KNOWN_MODEL_TYPES};
 pub use scenario::Scenario;

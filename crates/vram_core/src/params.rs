@@ -46,7 +46,14 @@ impl ParamCounts {
             }
         }
         let active = total.saturating_sub(inactive_expert_params(spec));
-        ParamCounts { total, trainable: total.saturating_sub(buffers), active, buffers, by_component, per_layer }
+        ParamCounts {
+            total,
+            trainable: total.saturating_sub(buffers),
+            active,
+            buffers,
+            by_component,
+            per_layer,
+        }
     }
 
     /// Count for one component (0 if the model has none).
@@ -60,7 +67,14 @@ impl ParamCounts {
 fn inactive_expert_params(spec: &ModelSpec) -> u64 {
     let mut inactive = 0u64;
     for (i, layer) in spec.layers.iter().enumerate() {
-        let Some(FfnSpec::Moe { num_experts, experts_per_token, .. }) = layer.ffn else { continue };
+        let Some(FfnSpec::Moe {
+            num_experts,
+            experts_per_token,
+            ..
+        }) = layer.ffn
+        else {
+            continue;
+        };
         let expert_params: u64 = spec
             .tensors
             .iter()
@@ -68,7 +82,9 @@ fn inactive_expert_params(spec: &ModelSpec) -> u64 {
             .map(|t| t.numel())
             .fold(0, u64::saturating_add);
         let per_expert = expert_params / num_experts.max(1);
-        inactive = inactive.saturating_add(per_expert.saturating_mul(num_experts.saturating_sub(experts_per_token)));
+        inactive = inactive.saturating_add(
+            per_expert.saturating_mul(num_experts.saturating_sub(experts_per_token)),
+        );
     }
     inactive
 }

@@ -223,14 +223,24 @@ pub const MAX_SCENARIO_VALUE: u64 = 1 << 24;
 impl Scenario {
     /// Inference default: bf16 weights, batch 1, a 4096-token context.
     pub fn inference() -> Self {
-        Scenario { mode: Mode::Infer, dtype: Dtype::Bf16, mixed_precision: MixedPrecision::None, seq_len: 4096, ..Scenario::default() }
+        Scenario {
+            mode: Mode::Infer,
+            dtype: Dtype::Bf16,
+            mixed_precision: MixedPrecision::None,
+            seq_len: 4096,
+            ..Scenario::default()
+        }
     }
 
     /// Checks ranges; every message names the field.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let positive = |field: &str, v: u64| {
             if v == 0 || v > MAX_SCENARIO_VALUE {
-                Err(ScenarioError::Invalid { field: field.into(), expected: format!("an integer from 1 to {MAX_SCENARIO_VALUE}"), found: v.to_string() })
+                Err(ScenarioError::Invalid {
+                    field: field.into(),
+                    expected: format!("an integer from 1 to {MAX_SCENARIO_VALUE}"),
+                    found: v.to_string(),
+                })
             } else {
                 Ok(())
             }
@@ -240,17 +250,29 @@ impl Scenario {
         positive("gpus", self.gpus)?;
         positive("grad_accumulation", self.grad_accumulation)?;
         if self.zero.0 > 3 {
-            return Err(ScenarioError::Invalid { field: "zero".into(), expected: "a ZeRO stage 0, 1, 2 or 3".into(), found: self.zero.0.to_string() });
+            return Err(ScenarioError::Invalid {
+                field: "zero".into(),
+                expected: "a ZeRO stage 0, 1, 2 or 3".into(),
+                found: self.zero.0.to_string(),
+            });
         }
         if let Some(lora) = &self.lora {
             positive("lora.r", lora.r)?;
             positive("lora.alpha", lora.alpha)?;
         }
         if self.offload_params && self.zero.0 < 3 {
-            return Err(ScenarioError::Invalid { field: "offload_params".into(), expected: "ZeRO stage 3 (parameters are only offloaded when partitioned)".into(), found: format!("ZeRO stage {}", self.zero.0) });
+            return Err(ScenarioError::Invalid {
+                field: "offload_params".into(),
+                expected: "ZeRO stage 3 (parameters are only offloaded when partitioned)".into(),
+                found: format!("ZeRO stage {}", self.zero.0),
+            });
         }
         if self.logits_to_keep > MAX_SCENARIO_VALUE {
-            return Err(ScenarioError::Invalid { field: "logits_to_keep".into(), expected: format!("0 (all positions) to {MAX_SCENARIO_VALUE}"), found: self.logits_to_keep.to_string() });
+            return Err(ScenarioError::Invalid {
+                field: "logits_to_keep".into(),
+                expected: format!("0 (all positions) to {MAX_SCENARIO_VALUE}"),
+                found: self.logits_to_keep.to_string(),
+            });
         }
         Ok(())
     }
@@ -262,7 +284,8 @@ mod tests {
 
     #[test]
     fn scenario_round_trips_through_json_with_defaults_for_missing_keys() {
-        let s: Scenario = serde_json::from_str(r#"{"batch": 4, "optimizer": "sgd-momentum"}"#).unwrap();
+        let s: Scenario =
+            serde_json::from_str(r#"{"batch": 4, "optimizer": "sgd-momentum"}"#).unwrap();
         assert_eq!(s.batch, 4);
         assert_eq!(s.optimizer, Optimizer::SgdMomentum);
         assert_eq!(s.seq_len, 2048);
@@ -272,14 +295,27 @@ mod tests {
 
     #[test]
     fn zero_batch_is_rejected_by_name() {
-        let err = Scenario { batch: 0, ..Scenario::default() }.validate().unwrap_err();
+        let err = Scenario {
+            batch: 0,
+            ..Scenario::default()
+        }
+        .validate()
+        .unwrap_err();
         assert!(err.to_string().starts_with("batch:"));
     }
 
     #[test]
     fn lora_targets_serialise_as_kebab_case() {
-        let l = Lora { r: 8, alpha: 16, targets: LoraTargets::Modules(vec!["q_proj".into()]), base_quant: BaseQuant::Nf4 };
+        let l = Lora {
+            r: 8,
+            alpha: 16,
+            targets: LoraTargets::Modules(vec!["q_proj".into()]),
+            base_quant: BaseQuant::Nf4,
+        };
         let json = serde_json::to_string(&l).unwrap();
-        assert_eq!(json, r#"{"r":8,"alpha":16,"targets":{"modules":["q_proj"]},"base_quant":"nf4"}"#);
+        assert_eq!(
+            json,
+            r#"{"r":8,"alpha":16,"targets":{"modules":["q_proj"]},"base_quant":"nf4"}"#
+        );
     }
 }

@@ -195,7 +195,9 @@ pub struct TensorSpec {
 impl TensorSpec {
     /// Number of elements (saturating, so absurd configs cannot overflow).
     pub fn numel(&self) -> u64 {
-        self.shape.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
+        self.shape
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(d))
     }
 
     /// The leaf module name peft matches targets against (`q_proj` in `...self_attn.q_proj.weight`).

@@ -21,10 +21,18 @@ fn every_bundled_config_matches_its_published_parameter_count() {
         let gap = KNOWN_GAPS.iter().find(|(id, _)| *id == preset.id);
         if counts.total != preset.published_params && gap.is_none() {
             let diff = counts.total as i128 - preset.published_params as i128;
-            failures.push(format!("{}: computed {} vs published {} (diff {diff})", preset.id, counts.total, preset.published_params));
+            failures.push(format!(
+                "{}: computed {} vs published {} (diff {diff})",
+                preset.id, counts.total, preset.published_params
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

@@ -9,22 +9,72 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    fn push(&mut self, name: String, component: Component, layer: Option<u32>, shape: Vec<u64>, linear: Option<LinearShape>) {
-        self.tensors.push(TensorSpec { name, component, layer, shape, linear, buffer: false });
+    fn push(
+        &mut self,
+        name: String,
+        component: Component,
+        layer: Option<u32>,
+        shape: Vec<u64>,
+        linear: Option<LinearShape>,
+    ) {
+        self.tensors.push(TensorSpec {
+            name,
+            component,
+            layer,
+            shape,
+            linear,
+            buffer: false,
+        });
     }
 
     /// An `nn.Linear(in, out, bias)`; the bias goes to [`Component::Bias`].
-    pub fn linear(&mut self, path: &str, layer: Option<u32>, component: Component, in_f: u64, out_f: u64, bias: bool) {
-        let shape = LinearShape { in_features: in_f, out_features: out_f };
-        self.push(format!("{path}.weight"), component, layer, vec![out_f, in_f], Some(shape));
+    pub fn linear(
+        &mut self,
+        path: &str,
+        layer: Option<u32>,
+        component: Component,
+        in_f: u64,
+        out_f: u64,
+        bias: bool,
+    ) {
+        let shape = LinearShape {
+            in_features: in_f,
+            out_features: out_f,
+        };
+        self.push(
+            format!("{path}.weight"),
+            component,
+            layer,
+            vec![out_f, in_f],
+            Some(shape),
+        );
         if bias {
-            self.push(format!("{path}.bias"), Component::Bias, layer, vec![out_f], None);
+            self.push(
+                format!("{path}.bias"),
+                Component::Bias,
+                layer,
+                vec![out_f],
+                None,
+            );
         }
     }
 
     /// A normalisation module: weight, and bias when `bias`.
-    pub fn norm(&mut self, path: &str, layer: Option<u32>, component: Component, width: u64, bias: bool) {
-        self.push(format!("{path}.weight"), component, layer, vec![width], None);
+    pub fn norm(
+        &mut self,
+        path: &str,
+        layer: Option<u32>,
+        component: Component,
+        width: u64,
+        bias: bool,
+    ) {
+        self.push(
+            format!("{path}.weight"),
+            component,
+            layer,
+            vec![width],
+            None,
+        );
         if bias {
             self.push(format!("{path}.bias"), component, layer, vec![width], None);
         }
@@ -32,7 +82,13 @@ impl Builder {
 
     /// An `nn.Embedding(rows, dim)`.
     pub fn embedding(&mut self, path: &str, component: Component, rows: u64, dim: u64) {
-        self.push(format!("{path}.weight"), component, None, vec![rows, dim], None);
+        self.push(
+            format!("{path}.weight"),
+            component,
+            None,
+            vec![rows, dim],
+            None,
+        );
     }
 
     /// Any other parameter with an explicit full name and shape.
@@ -41,7 +97,20 @@ impl Builder {
     }
 
     /// A persistent buffer that checkpoints store and published counts include, but nothing trains.
-    pub fn buffer(&mut self, name: &str, layer: Option<u32>, component: Component, shape: Vec<u64>) {
-        self.tensors.push(TensorSpec { name: name.to_string(), component, layer, shape, linear: None, buffer: true });
+    pub fn buffer(
+        &mut self,
+        name: &str,
+        layer: Option<u32>,
+        component: Component,
+        shape: Vec<u64>,
+    ) {
+        self.tensors.push(TensorSpec {
+            name: name.to_string(),
+            component,
+            layer,
+            shape,
+            linear: None,
+            buffer: true,
+        });
     }
 }

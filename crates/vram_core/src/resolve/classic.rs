@@ -4,7 +4,9 @@
 use super::{dropouts, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
-use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind, SsmSpec};
+use crate::spec::{
+    AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind, SsmSpec,
+};
 
 /// The sizes every classic transformer has.
 struct Dims {
@@ -14,24 +16,51 @@ struct Dims {
     vocab: u64,
 }
 
-fn dims(f: Fields<'_>, hidden_keys: &[&str], layer_keys: &[&str], head_keys: &[&str]) -> Result<Dims, ConfigError> {
+fn dims(
+    f: Fields<'_>,
+    hidden_keys: &[&str],
+    layer_keys: &[&str],
+    head_keys: &[&str],
+) -> Result<Dims, ConfigError> {
     let hidden = f.require_any(hidden_keys, "the width of the model")?;
     let layers = f.require_any(layer_keys, "the number of layers")?;
     let heads = f.require_any(head_keys, "the number of attention heads")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
     if hidden % heads != 0 {
-        return Err(ConfigError::Inconsistent(format!("the width ({hidden}) is not a multiple of the number of heads ({heads})")));
+        return Err(ConfigError::Inconsistent(format!(
+            "the width ({hidden}) is not a multiple of the number of heads ({heads})"
+        )));
     }
-    Ok(Dims { hidden, layers, heads, vocab })
+    Ok(Dims {
+        hidden,
+        layers,
+        heads,
+        vocab,
+    })
 }
 
 fn mha(d: &Dims) -> AttentionSpec {
     let head_dim = d.hidden / d.heads;
-    AttentionSpec { num_heads: d.heads, num_kv_heads: d.heads, head_dim, v_head_dim: head_dim, sliding_window: None, mla: None }
+    AttentionSpec {
+        num_heads: d.heads,
+        num_kv_heads: d.heads,
+        head_dim,
+        v_head_dim: head_dim,
+        sliding_window: None,
+        mla: None,
+    }
 }
 
 fn plain_layer(d: &Dims, inner: u64) -> LayerSpec {
-    LayerSpec { attention: Some(mha(d)), cross_attention: None, ffn: Some(FfnSpec::Dense { intermediate_size: inner, gated: false }), ssm: None }
+    LayerSpec {
+        attention: Some(mha(d)),
+        cross_attention: None,
+        ffn: Some(FfnSpec::Dense {
+            intermediate_size: inner,
+            gated: false,
+        }),
+        ssm: None,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -78,68 +107,197 @@ fn l32(i: u64) -> u32 {
 
 /// GPT-2 (modeling_gpt2.py): Conv1D projections with biases, learned positions, tied head.
 pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
-    let d = dims(f, &["n_embd", "hidden_size"], &["n_layer", "num_hidden_layers"], &["n_head", "num_attention_heads"])?;
+    let d = dims(
+        f,
+        &["n_embd", "hidden_size"],
+        &["n_layer", "num_hidden_layers"],
+        &["n_head", "num_attention_heads"],
+    )?;
     let inner = f.positive("n_inner")?.unwrap_or(d.hidden.saturating_mul(4));
-    let positions = f.positive_any(&["n_positions", "max_position_embeddings"])?.unwrap_or(1024);
+    let positions = f
+        .positive_any(&["n_positions", "max_position_embeddings"])?
+        .unwrap_or(1024);
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
     let mut b = Builder::default();
     b.embedding("transformer.wte", Component::Embedding, d.vocab, d.hidden);
-    b.embedding("transformer.wpe", Component::PositionEmbedding, positions, d.hidden);
+    b.embedding(
+        "transformer.wpe",
+        Component::PositionEmbedding,
+        positions,
+        d.hidden,
+    );
     let mut layers = Vec::new();
     for i in 0..d.layers {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
         b.norm(&format!("{p}.ln_1"), l, Component::Norm, d.hidden, true);
-        b.linear(&format!("{p}.attn.c_attn"), l, Component::Attention, d.hidden, d.hidden.saturating_mul(3), true);
-        b.linear(&format!("{p}.attn.c_proj"), l, Component::Attention, d.hidden, d.hidden, true);
+        b.linear(
+            &format!("{p}.attn.c_attn"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden.saturating_mul(3),
+            true,
+        );
+        b.linear(
+            &format!("{p}.attn.c_proj"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden,
+            true,
+        );
         b.norm(&format!("{p}.ln_2"), l, Component::Norm, d.hidden, true);
-        b.linear(&format!("{p}.mlp.c_fc"), l, Component::Mlp, d.hidden, inner, true);
-        b.linear(&format!("{p}.mlp.c_proj"), l, Component::Mlp, inner, d.hidden, true);
+        b.linear(
+            &format!("{p}.mlp.c_fc"),
+            l,
+            Component::Mlp,
+            d.hidden,
+            inner,
+            true,
+        );
+        b.linear(
+            &format!("{p}.mlp.c_proj"),
+            l,
+            Component::Mlp,
+            inner,
+            d.hidden,
+            true,
+        );
         layers.push(plain_layer(&d, inner));
     }
-    b.norm("transformer.ln_f", None, Component::FinalNorm, d.hidden, true);
+    b.norm(
+        "transformer.ln_f",
+        None,
+        Component::FinalNorm,
+        d.hidden,
+        true,
+    );
     if !tie {
         b.linear("lm_head", None, Component::LmHead, d.hidden, d.vocab, false);
     }
     let act = f.str("activation_function")?.unwrap_or("gelu_new");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
-    Ok(spec("gpt2", ModelKind::DecoderOnly, &d, positions, tie, act, NormKind::LayerNorm, drop, layers, b))
+    Ok(spec(
+        "gpt2",
+        ModelKind::DecoderOnly,
+        &d,
+        positions,
+        tie,
+        act,
+        NormKind::LayerNorm,
+        drop,
+        layers,
+        b,
+    ))
 }
 
 /// OPT (modeling_opt.py): learned positions with an offset of 2 rows, optional embedding projections.
 pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
-    let d = dims(f, &["hidden_size"], &["num_hidden_layers"], &["num_attention_heads"])?;
+    let d = dims(
+        f,
+        &["hidden_size"],
+        &["num_hidden_layers"],
+        &["num_attention_heads"],
+    )?;
     let inner = f.require_any(&["ffn_dim"], "the MLP width")?;
-    let max_pos = f.require_any(&["max_position_embeddings"], "the length of the learned position table")?;
+    let max_pos = f.require_any(
+        &["max_position_embeddings"],
+        "the length of the learned position table",
+    )?;
     let proj_dim = f.positive("word_embed_proj_dim")?.unwrap_or(d.hidden);
     let bias = f.bool("enable_bias")?.unwrap_or(true);
     let affine = f.bool("layer_norm_elementwise_affine")?.unwrap_or(true);
-    let final_norm = f.bool("do_layer_norm_before")?.unwrap_or(true) && !f.bool("_remove_final_layer_norm")?.unwrap_or(false);
+    let final_norm = f.bool("do_layer_norm_before")?.unwrap_or(true)
+        && !f.bool("_remove_final_layer_norm")?.unwrap_or(false);
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
     let mut b = Builder::default();
-    b.embedding("model.decoder.embed_tokens", Component::Embedding, d.vocab, proj_dim);
+    b.embedding(
+        "model.decoder.embed_tokens",
+        Component::Embedding,
+        d.vocab,
+        proj_dim,
+    );
     // OPTLearnedPositionalEmbedding: "OPT is set up so that if padding_idx is specified then offset the
     // embedding ids by 2 and adjust num_embeddings appropriately."
-    b.embedding("model.decoder.embed_positions", Component::PositionEmbedding, max_pos.saturating_add(2), d.hidden);
+    b.embedding(
+        "model.decoder.embed_positions",
+        Component::PositionEmbedding,
+        max_pos.saturating_add(2),
+        d.hidden,
+    );
     if proj_dim != d.hidden {
-        b.linear("model.decoder.project_out", None, Component::Embedding, d.hidden, proj_dim, false);
-        b.linear("model.decoder.project_in", None, Component::Embedding, proj_dim, d.hidden, false);
+        b.linear(
+            "model.decoder.project_out",
+            None,
+            Component::Embedding,
+            d.hidden,
+            proj_dim,
+            false,
+        );
+        b.linear(
+            "model.decoder.project_in",
+            None,
+            Component::Embedding,
+            proj_dim,
+            d.hidden,
+            false,
+        );
     }
     if final_norm && affine {
-        b.norm("model.decoder.final_layer_norm", None, Component::FinalNorm, d.hidden, true);
+        b.norm(
+            "model.decoder.final_layer_norm",
+            None,
+            Component::FinalNorm,
+            d.hidden,
+            true,
+        );
     }
     let mut layers = Vec::new();
     for i in 0..d.layers {
         let (l, p) = (Some(l32(i)), format!("model.decoder.layers.{i}"));
         for proj in ["k_proj", "v_proj", "q_proj", "out_proj"] {
-            b.linear(&format!("{p}.self_attn.{proj}"), l, Component::Attention, d.hidden, d.hidden, bias);
+            b.linear(
+                &format!("{p}.self_attn.{proj}"),
+                l,
+                Component::Attention,
+                d.hidden,
+                d.hidden,
+                bias,
+            );
         }
         if affine {
-            b.norm(&format!("{p}.self_attn_layer_norm"), l, Component::Norm, d.hidden, true);
+            b.norm(
+                &format!("{p}.self_attn_layer_norm"),
+                l,
+                Component::Norm,
+                d.hidden,
+                true,
+            );
         }
-        b.linear(&format!("{p}.fc1"), l, Component::Mlp, d.hidden, inner, bias);
-        b.linear(&format!("{p}.fc2"), l, Component::Mlp, inner, d.hidden, bias);
+        b.linear(
+            &format!("{p}.fc1"),
+            l,
+            Component::Mlp,
+            d.hidden,
+            inner,
+            bias,
+        );
+        b.linear(
+            &format!("{p}.fc2"),
+            l,
+            Component::Mlp,
+            inner,
+            d.hidden,
+            bias,
+        );
         if affine {
-            b.norm(&format!("{p}.final_layer_norm"), l, Component::Norm, d.hidden, true);
+            b.norm(
+                &format!("{p}.final_layer_norm"),
+                l,
+                Component::Norm,
+                d.hidden,
+                true,
+            );
         }
         layers.push(plain_layer(&d, inner));
     }
@@ -148,39 +306,128 @@ pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     }
     let act = f.str("activation_function")?.unwrap_or("relu");
     let drop = dropouts(f, &["attention_dropout"], &["dropout"])?;
-    Ok(spec("opt", ModelKind::DecoderOnly, &d, max_pos, tie, act, NormKind::LayerNorm, drop, layers, b))
+    Ok(spec(
+        "opt",
+        ModelKind::DecoderOnly,
+        &d,
+        max_pos,
+        tie,
+        act,
+        NormKind::LayerNorm,
+        drop,
+        layers,
+        b,
+    ))
 }
 
 /// BLOOM (modeling_bloom.py): ALiBi (no position table), a LayerNorm after the embeddings, fused QKV.
 pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
-    let d = dims(f, &["hidden_size", "n_embed"], &["n_layer", "num_hidden_layers"], &["n_head", "num_attention_heads"])?;
+    let d = dims(
+        f,
+        &["hidden_size", "n_embed"],
+        &["n_layer", "num_hidden_layers"],
+        &["n_head", "num_attention_heads"],
+    )?;
     let inner = d.hidden.saturating_mul(4);
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
     let mut b = Builder::default();
-    b.embedding("transformer.word_embeddings", Component::Embedding, d.vocab, d.hidden);
-    b.norm("transformer.word_embeddings_layernorm", None, Component::FinalNorm, d.hidden, true);
+    b.embedding(
+        "transformer.word_embeddings",
+        Component::Embedding,
+        d.vocab,
+        d.hidden,
+    );
+    b.norm(
+        "transformer.word_embeddings_layernorm",
+        None,
+        Component::FinalNorm,
+        d.hidden,
+        true,
+    );
     let mut layers = Vec::new();
     for i in 0..d.layers {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
-        b.norm(&format!("{p}.input_layernorm"), l, Component::Norm, d.hidden, true);
-        b.linear(&format!("{p}.self_attention.query_key_value"), l, Component::Attention, d.hidden, d.hidden.saturating_mul(3), true);
-        b.linear(&format!("{p}.self_attention.dense"), l, Component::Attention, d.hidden, d.hidden, true);
-        b.norm(&format!("{p}.post_attention_layernorm"), l, Component::Norm, d.hidden, true);
-        b.linear(&format!("{p}.mlp.dense_h_to_4h"), l, Component::Mlp, d.hidden, inner, true);
-        b.linear(&format!("{p}.mlp.dense_4h_to_h"), l, Component::Mlp, inner, d.hidden, true);
+        b.norm(
+            &format!("{p}.input_layernorm"),
+            l,
+            Component::Norm,
+            d.hidden,
+            true,
+        );
+        b.linear(
+            &format!("{p}.self_attention.query_key_value"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden.saturating_mul(3),
+            true,
+        );
+        b.linear(
+            &format!("{p}.self_attention.dense"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden,
+            true,
+        );
+        b.norm(
+            &format!("{p}.post_attention_layernorm"),
+            l,
+            Component::Norm,
+            d.hidden,
+            true,
+        );
+        b.linear(
+            &format!("{p}.mlp.dense_h_to_4h"),
+            l,
+            Component::Mlp,
+            d.hidden,
+            inner,
+            true,
+        );
+        b.linear(
+            &format!("{p}.mlp.dense_4h_to_h"),
+            l,
+            Component::Mlp,
+            inner,
+            d.hidden,
+            true,
+        );
         layers.push(plain_layer(&d, inner));
     }
-    b.norm("transformer.ln_f", None, Component::FinalNorm, d.hidden, true);
+    b.norm(
+        "transformer.ln_f",
+        None,
+        Component::FinalNorm,
+        d.hidden,
+        true,
+    );
     if !tie {
         b.linear("lm_head", None, Component::LmHead, d.hidden, d.vocab, false);
     }
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
-    Ok(spec("bloom", ModelKind::DecoderOnly, &d, 0, tie, "gelu", NormKind::LayerNorm, drop, layers, b))
+    Ok(spec(
+        "bloom",
+        ModelKind::DecoderOnly,
+        &d,
+        0,
+        tie,
+        "gelu",
+        NormKind::LayerNorm,
+        drop,
+        layers,
+        b,
+    ))
 }
 
 /// GPT-NeoX (modeling_gpt_neox.py): fused QKV with biases, parallel residual, untied `embed_out`.
 pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
-    let d = dims(f, &["hidden_size"], &["num_hidden_layers"], &["num_attention_heads"])?;
+    let d = dims(
+        f,
+        &["hidden_size"],
+        &["num_hidden_layers"],
+        &["num_attention_heads"],
+    )?;
     let inner = f.require_any(&["intermediate_size"], "the MLP width")?;
     let max_pos = f.positive("max_position_embeddings")?.unwrap_or(0);
     let bias = f.bool("attention_bias")?.unwrap_or(true);
@@ -190,51 +437,203 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let mut layers = Vec::new();
     for i in 0..d.layers {
         let (l, p) = (Some(l32(i)), format!("gpt_neox.layers.{i}"));
-        b.norm(&format!("{p}.input_layernorm"), l, Component::Norm, d.hidden, true);
-        b.norm(&format!("{p}.post_attention_layernorm"), l, Component::Norm, d.hidden, true);
-        b.linear(&format!("{p}.attention.query_key_value"), l, Component::Attention, d.hidden, d.hidden.saturating_mul(3), bias);
-        b.linear(&format!("{p}.attention.dense"), l, Component::Attention, d.hidden, d.hidden, bias);
-        b.linear(&format!("{p}.mlp.dense_h_to_4h"), l, Component::Mlp, d.hidden, inner, true);
-        b.linear(&format!("{p}.mlp.dense_4h_to_h"), l, Component::Mlp, inner, d.hidden, true);
+        b.norm(
+            &format!("{p}.input_layernorm"),
+            l,
+            Component::Norm,
+            d.hidden,
+            true,
+        );
+        b.norm(
+            &format!("{p}.post_attention_layernorm"),
+            l,
+            Component::Norm,
+            d.hidden,
+            true,
+        );
+        b.linear(
+            &format!("{p}.attention.query_key_value"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden.saturating_mul(3),
+            bias,
+        );
+        b.linear(
+            &format!("{p}.attention.dense"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden,
+            bias,
+        );
+        b.linear(
+            &format!("{p}.mlp.dense_h_to_4h"),
+            l,
+            Component::Mlp,
+            d.hidden,
+            inner,
+            true,
+        );
+        b.linear(
+            &format!("{p}.mlp.dense_4h_to_h"),
+            l,
+            Component::Mlp,
+            inner,
+            d.hidden,
+            true,
+        );
         layers.push(plain_layer(&d, inner));
     }
-    b.norm("gpt_neox.final_layer_norm", None, Component::FinalNorm, d.hidden, true);
+    b.norm(
+        "gpt_neox.final_layer_norm",
+        None,
+        Component::FinalNorm,
+        d.hidden,
+        true,
+    );
     if !tie {
-        b.linear("embed_out", None, Component::LmHead, d.hidden, d.vocab, false);
+        b.linear(
+            "embed_out",
+            None,
+            Component::LmHead,
+            d.hidden,
+            d.vocab,
+            false,
+        );
     }
     let act = f.str("hidden_act")?.unwrap_or("gelu");
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
-    Ok(spec("gpt_neox", ModelKind::DecoderOnly, &d, max_pos, tie, act, NormKind::LayerNorm, drop, layers, b))
+    Ok(spec(
+        "gpt_neox",
+        ModelKind::DecoderOnly,
+        &d,
+        max_pos,
+        tie,
+        act,
+        NormKind::LayerNorm,
+        drop,
+        layers,
+        b,
+    ))
 }
 
 /// BERT (modeling_bert.py), the bare `BertModel` with its pooler (no pre-training heads).
 pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
-    let d = dims(f, &["hidden_size"], &["num_hidden_layers"], &["num_attention_heads"])?;
+    let d = dims(
+        f,
+        &["hidden_size"],
+        &["num_hidden_layers"],
+        &["num_attention_heads"],
+    )?;
     let inner = f.require_any(&["intermediate_size"], "the MLP width")?;
     let max_pos = f.positive("max_position_embeddings")?.unwrap_or(512);
     let type_vocab = f.positive("type_vocab_size")?.unwrap_or(2);
     let mut b = Builder::default();
-    b.embedding("embeddings.word_embeddings", Component::Embedding, d.vocab, d.hidden);
-    b.embedding("embeddings.position_embeddings", Component::PositionEmbedding, max_pos, d.hidden);
-    b.embedding("embeddings.token_type_embeddings", Component::PositionEmbedding, type_vocab, d.hidden);
-    b.norm("embeddings.LayerNorm", None, Component::FinalNorm, d.hidden, true);
+    b.embedding(
+        "embeddings.word_embeddings",
+        Component::Embedding,
+        d.vocab,
+        d.hidden,
+    );
+    b.embedding(
+        "embeddings.position_embeddings",
+        Component::PositionEmbedding,
+        max_pos,
+        d.hidden,
+    );
+    b.embedding(
+        "embeddings.token_type_embeddings",
+        Component::PositionEmbedding,
+        type_vocab,
+        d.hidden,
+    );
+    b.norm(
+        "embeddings.LayerNorm",
+        None,
+        Component::FinalNorm,
+        d.hidden,
+        true,
+    );
     let mut layers = Vec::new();
     for i in 0..d.layers {
         let (l, p) = (Some(l32(i)), format!("encoder.layer.{i}"));
         for proj in ["query", "key", "value"] {
-            b.linear(&format!("{p}.attention.self.{proj}"), l, Component::Attention, d.hidden, d.hidden, true);
+            b.linear(
+                &format!("{p}.attention.self.{proj}"),
+                l,
+                Component::Attention,
+                d.hidden,
+                d.hidden,
+                true,
+            );
         }
-        b.linear(&format!("{p}.attention.output.dense"), l, Component::Attention, d.hidden, d.hidden, true);
-        b.norm(&format!("{p}.attention.output.LayerNorm"), l, Component::Norm, d.hidden, true);
-        b.linear(&format!("{p}.intermediate.dense"), l, Component::Mlp, d.hidden, inner, true);
-        b.linear(&format!("{p}.output.dense"), l, Component::Mlp, inner, d.hidden, true);
-        b.norm(&format!("{p}.output.LayerNorm"), l, Component::Norm, d.hidden, true);
+        b.linear(
+            &format!("{p}.attention.output.dense"),
+            l,
+            Component::Attention,
+            d.hidden,
+            d.hidden,
+            true,
+        );
+        b.norm(
+            &format!("{p}.attention.output.LayerNorm"),
+            l,
+            Component::Norm,
+            d.hidden,
+            true,
+        );
+        b.linear(
+            &format!("{p}.intermediate.dense"),
+            l,
+            Component::Mlp,
+            d.hidden,
+            inner,
+            true,
+        );
+        b.linear(
+            &format!("{p}.output.dense"),
+            l,
+            Component::Mlp,
+            inner,
+            d.hidden,
+            true,
+        );
+        b.norm(
+            &format!("{p}.output.LayerNorm"),
+            l,
+            Component::Norm,
+            d.hidden,
+            true,
+        );
         layers.push(plain_layer(&d, inner));
     }
-    b.linear("pooler.dense", None, Component::Head, d.hidden, d.hidden, true);
+    b.linear(
+        "pooler.dense",
+        None,
+        Component::Head,
+        d.hidden,
+        d.hidden,
+        true,
+    );
     let act = f.str("hidden_act")?.unwrap_or("gelu");
-    let drop = dropouts(f, &["attention_probs_dropout_prob"], &["hidden_dropout_prob"])?;
-    Ok(spec("bert", ModelKind::EncoderOnly, &d, max_pos, false, act, NormKind::LayerNorm, drop, layers, b))
+    let drop = dropouts(
+        f,
+        &["attention_probs_dropout_prob"],
+        &["hidden_dropout_prob"],
+    )?;
+    Ok(spec(
+        "bert",
+        ModelKind::EncoderOnly,
+        &d,
+        max_pos,
+        false,
+        act,
+        NormKind::LayerNorm,
+        drop,
+        layers,
+        b,
+    ))
 }
 
 /// T5 (modeling_t5.py): shared embeddings, relative position bias in the first block of each stack,
@@ -252,8 +651,18 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let gated = proj.starts_with("gated-");
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
     let inner = heads.saturating_mul(d_kv);
-    let attn = AttentionSpec { num_heads: heads, num_kv_heads: heads, head_dim: d_kv, v_head_dim: d_kv, sliding_window: None, mla: None };
-    let ffn = FfnSpec::Dense { intermediate_size: d_ff, gated };
+    let attn = AttentionSpec {
+        num_heads: heads,
+        num_kv_heads: heads,
+        head_dim: d_kv,
+        v_head_dim: d_kv,
+        sliding_window: None,
+        mla: None,
+    };
+    let ffn = FfnSpec::Dense {
+        intermediate_size: d_ff,
+        gated,
+    };
     let mut b = Builder::default();
     b.embedding("shared", Component::Embedding, vocab, hidden);
     let stack = |b: &mut Builder, name: &str, n: u64, cross: bool| -> Vec<LayerSpec> {
@@ -262,14 +671,39 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             let (l, p) = (Some(l32(i)), format!("{name}.block.{i}"));
             let attention = |b: &mut Builder, sub: &str, kind: &str| {
                 for x in ["q", "k", "v"] {
-                    b.linear(&format!("{p}.layer.{sub}.{kind}.{x}"), l, Component::Attention, hidden, inner, false);
+                    b.linear(
+                        &format!("{p}.layer.{sub}.{kind}.{x}"),
+                        l,
+                        Component::Attention,
+                        hidden,
+                        inner,
+                        false,
+                    );
                 }
-                b.linear(&format!("{p}.layer.{sub}.{kind}.o"), l, Component::Attention, inner, hidden, false);
-                b.norm(&format!("{p}.layer.{sub}.layer_norm"), l, Component::Norm, hidden, false);
+                b.linear(
+                    &format!("{p}.layer.{sub}.{kind}.o"),
+                    l,
+                    Component::Attention,
+                    inner,
+                    hidden,
+                    false,
+                );
+                b.norm(
+                    &format!("{p}.layer.{sub}.layer_norm"),
+                    l,
+                    Component::Norm,
+                    hidden,
+                    false,
+                );
             };
             attention(b, "0", "SelfAttention");
             if i == 0 {
-                b.param(&format!("{p}.layer.0.SelfAttention.relative_attention_bias.weight"), l, Component::PositionEmbedding, vec![buckets, heads]);
+                b.param(
+                    &format!("{p}.layer.0.SelfAttention.relative_attention_bias.weight"),
+                    l,
+                    Component::PositionEmbedding,
+                    vec![buckets, heads],
+                );
             }
             let ff = if cross {
                 attention(b, "1", "EncDecAttention");
@@ -278,16 +712,61 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 "1"
             };
             if gated {
-                b.linear(&format!("{p}.layer.{ff}.DenseReluDense.wi_0"), l, Component::Mlp, hidden, d_ff, false);
-                b.linear(&format!("{p}.layer.{ff}.DenseReluDense.wi_1"), l, Component::Mlp, hidden, d_ff, false);
+                b.linear(
+                    &format!("{p}.layer.{ff}.DenseReluDense.wi_0"),
+                    l,
+                    Component::Mlp,
+                    hidden,
+                    d_ff,
+                    false,
+                );
+                b.linear(
+                    &format!("{p}.layer.{ff}.DenseReluDense.wi_1"),
+                    l,
+                    Component::Mlp,
+                    hidden,
+                    d_ff,
+                    false,
+                );
             } else {
-                b.linear(&format!("{p}.layer.{ff}.DenseReluDense.wi"), l, Component::Mlp, hidden, d_ff, false);
+                b.linear(
+                    &format!("{p}.layer.{ff}.DenseReluDense.wi"),
+                    l,
+                    Component::Mlp,
+                    hidden,
+                    d_ff,
+                    false,
+                );
             }
-            b.linear(&format!("{p}.layer.{ff}.DenseReluDense.wo"), l, Component::Mlp, d_ff, hidden, false);
-            b.norm(&format!("{p}.layer.{ff}.layer_norm"), l, Component::Norm, hidden, false);
-            out.push(LayerSpec { attention: Some(attn), cross_attention: cross.then_some(attn), ffn: Some(ffn), ssm: None });
+            b.linear(
+                &format!("{p}.layer.{ff}.DenseReluDense.wo"),
+                l,
+                Component::Mlp,
+                d_ff,
+                hidden,
+                false,
+            );
+            b.norm(
+                &format!("{p}.layer.{ff}.layer_norm"),
+                l,
+                Component::Norm,
+                hidden,
+                false,
+            );
+            out.push(LayerSpec {
+                attention: Some(attn),
+                cross_attention: cross.then_some(attn),
+                ffn: Some(ffn),
+                ssm: None,
+            });
         }
-        b.norm(&format!("{name}.final_layer_norm"), None, Component::FinalNorm, hidden, false);
+        b.norm(
+            &format!("{name}.final_layer_norm"),
+            None,
+            Component::FinalNorm,
+            hidden,
+            false,
+        );
         out
     };
     let encoder_layers = stack(&mut b, "encoder", enc_layers, false);
@@ -295,10 +774,30 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     if !tie {
         b.linear("lm_head", None, Component::LmHead, hidden, vocab, false);
     }
-    let d = Dims { hidden, layers: dec_layers, heads, vocab };
-    let act = if gated { proj.trim_start_matches("gated-") } else { proj };
+    let d = Dims {
+        hidden,
+        layers: dec_layers,
+        heads,
+        vocab,
+    };
+    let act = if gated {
+        proj.trim_start_matches("gated-")
+    } else {
+        proj
+    };
     let drop = dropouts(f, &["dropout_rate"], &["dropout_rate"])?;
-    let mut s = spec("t5", ModelKind::EncoderDecoder, &d, 0, tie, act, NormKind::RmsNorm, drop, layers, b);
+    let mut s = spec(
+        "t5",
+        ModelKind::EncoderDecoder,
+        &d,
+        0,
+        tie,
+        act,
+        NormKind::RmsNorm,
+        drop,
+        layers,
+        b,
+    );
     s.num_encoder_layers = enc_layers;
     s.encoder_layers = encoder_layers;
     Ok(s)
@@ -312,7 +811,9 @@ pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
     let state = f.positive("state_size")?.unwrap_or(16);
     let expand = f.positive("expand")?.unwrap_or(2);
-    let d_inner = f.positive("intermediate_size")?.unwrap_or(expand.saturating_mul(hidden));
+    let d_inner = f
+        .positive("intermediate_size")?
+        .unwrap_or(expand.saturating_mul(hidden));
     let conv = f.positive("conv_kernel")?.unwrap_or(4);
     // MambaConfig: time_step_rank "auto" → ceil(hidden_size / 16).
     let dt_rank = match f.value("time_step_rank") {
@@ -323,7 +824,12 @@ pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let use_bias = f.bool("use_bias")?.unwrap_or(false);
     let conv_bias = f.bool("use_conv_bias")?.unwrap_or(true);
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
-    let ssm = SsmSpec { d_inner, state_size: state, conv_kernel: conv, dt_rank };
+    let ssm = SsmSpec {
+        d_inner,
+        state_size: state,
+        conv_kernel: conv,
+        dt_rank,
+    };
     let mut b = Builder::default();
     b.embedding("backbone.embeddings", Component::Embedding, vocab, hidden);
     let mut layers = Vec::new();
@@ -331,23 +837,87 @@ pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         let (l, p) = (Some(l32(i)), format!("backbone.layers.{i}"));
         b.norm(&format!("{p}.norm"), l, Component::Norm, hidden, false);
         let m = format!("{p}.mixer");
-        b.linear(&format!("{m}.in_proj"), l, Component::Mixer, hidden, d_inner.saturating_mul(2), use_bias);
-        b.param(&format!("{m}.conv1d.weight"), l, Component::Mixer, vec![d_inner, 1, conv]);
+        b.linear(
+            &format!("{m}.in_proj"),
+            l,
+            Component::Mixer,
+            hidden,
+            d_inner.saturating_mul(2),
+            use_bias,
+        );
+        b.param(
+            &format!("{m}.conv1d.weight"),
+            l,
+            Component::Mixer,
+            vec![d_inner, 1, conv],
+        );
         if conv_bias {
-            b.param(&format!("{m}.conv1d.bias"), l, Component::Bias, vec![d_inner]);
+            b.param(
+                &format!("{m}.conv1d.bias"),
+                l,
+                Component::Bias,
+                vec![d_inner],
+            );
         }
-        b.linear(&format!("{m}.x_proj"), l, Component::Mixer, d_inner, dt_rank.saturating_add(state.saturating_mul(2)), false);
-        b.linear(&format!("{m}.dt_proj"), l, Component::Mixer, dt_rank, d_inner, true);
-        b.param(&format!("{m}.A_log"), l, Component::Mixer, vec![d_inner, state]);
+        b.linear(
+            &format!("{m}.x_proj"),
+            l,
+            Component::Mixer,
+            d_inner,
+            dt_rank.saturating_add(state.saturating_mul(2)),
+            false,
+        );
+        b.linear(
+            &format!("{m}.dt_proj"),
+            l,
+            Component::Mixer,
+            dt_rank,
+            d_inner,
+            true,
+        );
+        b.param(
+            &format!("{m}.A_log"),
+            l,
+            Component::Mixer,
+            vec![d_inner, state],
+        );
         b.param(&format!("{m}.D"), l, Component::Mixer, vec![d_inner]);
-        b.linear(&format!("{m}.out_proj"), l, Component::Mixer, d_inner, hidden, use_bias);
-        layers.push(LayerSpec { attention: None, cross_attention: None, ffn: None, ssm: Some(ssm) });
+        b.linear(
+            &format!("{m}.out_proj"),
+            l,
+            Component::Mixer,
+            d_inner,
+            hidden,
+            use_bias,
+        );
+        layers.push(LayerSpec {
+            attention: None,
+            cross_attention: None,
+            ffn: None,
+            ssm: Some(ssm),
+        });
     }
     b.norm("backbone.norm_f", None, Component::FinalNorm, hidden, false);
     if !tie {
         b.linear("lm_head", None, Component::LmHead, hidden, vocab, false);
     }
-    let d = Dims { hidden, layers: n_layers, heads: 1, vocab };
+    let d = Dims {
+        hidden,
+        layers: n_layers,
+        heads: 1,
+        vocab,
+    };
     let act = f.str("hidden_act")?.unwrap_or("silu");
-    Ok(spec("mamba", ModelKind::StateSpace, &d, 0, tie, act, NormKind::RmsNorm, (0.0, 0.0), layers, b))
+    Ok(spec(
+        "mamba",
+        ModelKind::StateSpace,
+        &d,
+        0,
+        tie,
+        act,
+        NormKind::RmsNorm,
+        (0.0, 0.0),
+        layers,
+        b,
+    ))
 }

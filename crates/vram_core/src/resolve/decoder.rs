@@ -7,7 +7,9 @@
 use super::{dropouts, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
-use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, MlaSpec, ModelKind, ModelSpec, NormKind};
+use crate::spec::{
+    AttentionSpec, Component, FfnSpec, LayerSpec, MlaSpec, ModelKind, ModelSpec, NormKind,
+};
 
 /// How q/k normalisation is applied.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,8 +38,12 @@ struct Flavor {
 }
 
 const TWO_NORMS: &[&str] = &["input_layernorm", "post_attention_layernorm"];
-const FOUR_NORMS: &[&str] =
-    &["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"];
+const FOUR_NORMS: &[&str] = &[
+    "input_layernorm",
+    "post_attention_layernorm",
+    "pre_feedforward_layernorm",
+    "post_feedforward_layernorm",
+];
 
 fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
     let attention_bias = f.bool("attention_bias")?.unwrap_or(false);
@@ -56,17 +62,40 @@ fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
     };
     Ok(match model_type {
         // Qwen2Attention: q/k/v with bias, o_proj without (modeling_qwen2.py).
-        "qwen2" | "qwen2_moe" => Flavor { qkv_bias: true, o_bias: false, ..base },
-        "qwen3" | "qwen3_moe" => Flavor { qk_norm: QkNorm::PerHead, ..base },
-        "gemma" => Flavor { tie_default: true, ..base },
-        "gemma2" => Flavor { layer_norms: FOUR_NORMS, tie_default: true, ..base },
-        "gemma3_text" => Flavor { layer_norms: FOUR_NORMS, qk_norm: QkNorm::PerHead, tie_default: true, ..base },
+        "qwen2" | "qwen2_moe" => Flavor {
+            qkv_bias: true,
+            o_bias: false,
+            ..base
+        },
+        "qwen3" | "qwen3_moe" => Flavor {
+            qk_norm: QkNorm::PerHead,
+            ..base
+        },
+        "gemma" => Flavor {
+            tie_default: true,
+            ..base
+        },
+        "gemma2" => Flavor {
+            layer_norms: FOUR_NORMS,
+            tie_default: true,
+            ..base
+        },
+        "gemma3_text" => Flavor {
+            layer_norms: FOUR_NORMS,
+            qk_norm: QkNorm::PerHead,
+            tie_default: true,
+            ..base
+        },
         // CohereDecoderLayer: one input_layernorm, attention and MLP in parallel; LayerNorm without bias.
         "cohere" => Flavor {
             layer_norms: &["input_layernorm"],
             norm: NormKind::LayerNormNoBias,
             tie_default: true,
-            qk_norm: if f.bool("use_qk_norm")?.unwrap_or(false) { QkNorm::PerHeadMatrix } else { QkNorm::None },
+            qk_norm: if f.bool("use_qk_norm")?.unwrap_or(false) {
+                QkNorm::PerHeadMatrix
+            } else {
+                QkNorm::None
+            },
             ..base
         },
         // Olmo2DecoderLayer: norms after attention and after the MLP, q/k norms over the projections.
@@ -75,9 +104,18 @@ fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
             qk_norm: QkNorm::Full,
             ..base
         },
-        "phi3" => Flavor { fused_qkv: true, fused_gate_up: true, ..base },
+        "phi3" => Flavor {
+            fused_qkv: true,
+            fused_gate_up: true,
+            ..base
+        },
         // GptOssAttention: biases on q/k/v/o (attention_bias true) and one learned sink logit per head.
-        "gpt_oss" => Flavor { qkv_bias: f.bool("attention_bias")?.unwrap_or(true), o_bias: f.bool("attention_bias")?.unwrap_or(true), sinks: true, ..base },
+        "gpt_oss" => Flavor {
+            qkv_bias: f.bool("attention_bias")?.unwrap_or(true),
+            o_bias: f.bool("attention_bias")?.unwrap_or(true),
+            sinks: true,
+            ..base
+        },
         _ => base,
     })
 }
@@ -97,11 +135,19 @@ fn llama_default(key: &str) -> Option<u64> {
 }
 
 /// Resolves a llama-style decoder. `nested` marks a `text_config` inside a multimodal wrapper.
-pub(crate) fn decoder(f: Fields<'_>, model_type: &str, nested: bool) -> Result<ModelSpec, ConfigError> {
+pub(crate) fn decoder(
+    f: Fields<'_>,
+    model_type: &str,
+    nested: bool,
+) -> Result<ModelSpec, ConfigError> {
     let known = super::KNOWN_MODEL_TYPES.contains(&model_type);
     let mut warnings = Vec::new();
     if !known {
-        let what = if model_type.is_empty() { "no \"model_type\"".to_string() } else { format!("unknown model_type {model_type:?}") };
+        let what = if model_type.is_empty() {
+            "no \"model_type\"".to_string()
+        } else {
+            format!("unknown model_type {model_type:?}")
+        };
         warnings.push(format!(
             "{what}: read as a generic llama-style decoder (separate q/k/v/o projections, biases only if \
              attention_bias/mlp_bias, a gated gate/up/down MLP, two RMSNorms per layer, a final norm, \
@@ -115,23 +161,40 @@ pub(crate) fn decoder(f: Fields<'_>, model_type: &str, nested: bool) -> Result<M
         }
         if use_defaults {
             if let Some(v) = keys.iter().find_map(|k| llama_default(k)) {
-                warnings.push(format!("{} absent: LlamaConfig default {v} assumed", keys[0]));
+                warnings.push(format!(
+                    "{} absent: LlamaConfig default {v} assumed",
+                    keys[0]
+                ));
                 return Ok(v);
             }
         }
         f.require_any(keys, why)
     };
-    let hidden = size(&["hidden_size", "n_embd", "d_model"], "the width of the model")?;
-    let num_layers = size(&["num_hidden_layers", "n_layer", "num_layers"], "the number of layers")?;
-    let heads = size(&["num_attention_heads", "n_head", "num_heads"], "the number of attention heads")?;
+    let hidden = size(
+        &["hidden_size", "n_embd", "d_model"],
+        "the width of the model",
+    )?;
+    let num_layers = size(
+        &["num_hidden_layers", "n_layer", "num_layers"],
+        "the number of layers",
+    )?;
+    let heads = size(
+        &["num_attention_heads", "n_head", "num_heads"],
+        "the number of attention heads",
+    )?;
     let vocab = size(&["vocab_size"], "the vocabulary size (embedding rows)")?;
-    let intermediate = size(&["intermediate_size", "n_inner", "ffn_dim"], "the MLP width")?;
+    let intermediate = size(
+        &["intermediate_size", "n_inner", "ffn_dim"],
+        "the MLP width",
+    )?;
     let max_pos = match f.positive_any(&["max_position_embeddings", "n_positions", "n_ctx"])? {
         Some(v) => v,
         None if use_defaults => llama_default("max_position_embeddings").unwrap_or(0),
         None => 0,
     };
-    let kv_heads = f.positive_any(&["num_key_value_heads", "num_kv_heads", "n_head_kv"])?.unwrap_or(heads);
+    let kv_heads = f
+        .positive_any(&["num_key_value_heads", "num_kv_heads", "n_head_kv"])?
+        .unwrap_or(heads);
     if heads % kv_heads != 0 {
         return Err(ConfigError::Inconsistent(format!(
             "num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})"
@@ -148,8 +211,16 @@ pub(crate) fn decoder(f: Fields<'_>, model_type: &str, nested: bool) -> Result<M
     };
     let fl = flavor(f, model_type)?;
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(fl.tie_default);
-    let hidden_act = f.str("hidden_act")?.or(f.str("hidden_activation")?).unwrap_or("silu").to_string();
-    let (attention_dropout, hidden_dropout) = dropouts(f, &["attention_dropout", "attn_pdrop"], &["resid_pdrop", "hidden_dropout"])?;
+    let hidden_act = f
+        .str("hidden_act")?
+        .or(f.str("hidden_activation")?)
+        .unwrap_or("silu")
+        .to_string();
+    let (attention_dropout, hidden_dropout) = dropouts(
+        f,
+        &["attention_dropout", "attn_pdrop"],
+        &["resid_pdrop", "hidden_dropout"],
+    )?;
 
     let mla = read_mla(f)?;
     let windows = sliding_windows(f, model_type, num_layers)?;
@@ -162,10 +233,24 @@ pub(crate) fn decoder(f: Fields<'_>, model_type: &str, nested: bool) -> Result<M
         let l = u32::try_from(i).unwrap_or(u32::MAX);
         let p = format!("model.layers.{i}");
         let attention = match mla {
-            Some((m, v_head)) => mla_tensors(&mut b, &p, l, hidden, heads, m, v_head, f.bool("attention_bias")?.unwrap_or(false)),
-            None => standard_attention_tensors(&mut b, &p, l, hidden, heads, kv_heads, head_dim, &fl),
+            Some((m, v_head)) => mla_tensors(
+                &mut b,
+                &p,
+                l,
+                hidden,
+                heads,
+                m,
+                v_head,
+                f.bool("attention_bias")?.unwrap_or(false),
+            ),
+            None => {
+                standard_attention_tensors(&mut b, &p, l, hidden, heads, kv_heads, head_dim, &fl)
+            }
         };
-        let attention = AttentionSpec { sliding_window: windows.get(i as usize).copied().flatten(), ..attention };
+        let attention = AttentionSpec {
+            sliding_window: windows.get(i as usize).copied().flatten(),
+            ..attention
+        };
         let ffn = match moe.layer(i) {
             Some(m) => {
                 moe_tensors(&mut b, &p, l, hidden, &m, model_type);
@@ -173,16 +258,45 @@ pub(crate) fn decoder(f: Fields<'_>, model_type: &str, nested: bool) -> Result<M
             }
             None => {
                 let dense = moe.dense_intermediate.unwrap_or(intermediate);
-                mlp_tensors(&mut b, &format!("{p}.mlp"), l, hidden, dense, fl.mlp_bias, fl.fused_gate_up, Component::Mlp);
-                FfnSpec::Dense { intermediate_size: dense, gated: true }
+                mlp_tensors(
+                    &mut b,
+                    &format!("{p}.mlp"),
+                    l,
+                    hidden,
+                    dense,
+                    fl.mlp_bias,
+                    fl.fused_gate_up,
+                    Component::Mlp,
+                );
+                FfnSpec::Dense {
+                    intermediate_size: dense,
+                    gated: true,
+                }
             }
         };
         for norm in fl.layer_norms {
-            b.norm(&format!("{p}.{norm}"), Some(l), Component::Norm, hidden, fl.norm == NormKind::LayerNorm);
+            b.norm(
+                &format!("{p}.{norm}"),
+                Some(l),
+                Component::Norm,
+                hidden,
+                fl.norm == NormKind::LayerNorm,
+            );
         }
-        layers.push(LayerSpec { attention: Some(attention), cross_attention: None, ffn: Some(ffn), ssm: None });
+        layers.push(LayerSpec {
+            attention: Some(attention),
+            cross_attention: None,
+            ffn: Some(ffn),
+            ssm: None,
+        });
     }
-    b.norm("model.norm", None, Component::FinalNorm, hidden, fl.norm == NormKind::LayerNorm);
+    b.norm(
+        "model.norm",
+        None,
+        Component::FinalNorm,
+        hidden,
+        fl.norm == NormKind::LayerNorm,
+    );
     if !tie {
         b.linear("lm_head", None, Component::LmHead, hidden, vocab, false);
     }
@@ -228,36 +342,119 @@ fn standard_attention_tensors(
     let a = format!("{p}.self_attn");
     if fl.fused_qkv {
         let out = q_out.saturating_add(kv_out.saturating_mul(2));
-        b.linear(&format!("{a}.qkv_proj"), Some(l), Component::Attention, hidden, out, fl.qkv_bias);
+        b.linear(
+            &format!("{a}.qkv_proj"),
+            Some(l),
+            Component::Attention,
+            hidden,
+            out,
+            fl.qkv_bias,
+        );
     } else {
-        b.linear(&format!("{a}.q_proj"), Some(l), Component::Attention, hidden, q_out, fl.qkv_bias);
-        b.linear(&format!("{a}.k_proj"), Some(l), Component::Attention, hidden, kv_out, fl.qkv_bias);
-        b.linear(&format!("{a}.v_proj"), Some(l), Component::Attention, hidden, kv_out, fl.qkv_bias);
+        b.linear(
+            &format!("{a}.q_proj"),
+            Some(l),
+            Component::Attention,
+            hidden,
+            q_out,
+            fl.qkv_bias,
+        );
+        b.linear(
+            &format!("{a}.k_proj"),
+            Some(l),
+            Component::Attention,
+            hidden,
+            kv_out,
+            fl.qkv_bias,
+        );
+        b.linear(
+            &format!("{a}.v_proj"),
+            Some(l),
+            Component::Attention,
+            hidden,
+            kv_out,
+            fl.qkv_bias,
+        );
     }
-    b.linear(&format!("{a}.o_proj"), Some(l), Component::Attention, q_out, hidden, fl.o_bias);
+    b.linear(
+        &format!("{a}.o_proj"),
+        Some(l),
+        Component::Attention,
+        q_out,
+        hidden,
+        fl.o_bias,
+    );
     match fl.qk_norm {
         QkNorm::None => {}
         QkNorm::PerHead => {
-            b.norm(&format!("{a}.q_norm"), Some(l), Component::Norm, head_dim, false);
-            b.norm(&format!("{a}.k_norm"), Some(l), Component::Norm, head_dim, false);
+            b.norm(
+                &format!("{a}.q_norm"),
+                Some(l),
+                Component::Norm,
+                head_dim,
+                false,
+            );
+            b.norm(
+                &format!("{a}.k_norm"),
+                Some(l),
+                Component::Norm,
+                head_dim,
+                false,
+            );
         }
         QkNorm::Full => {
-            b.norm(&format!("{a}.q_norm"), Some(l), Component::Norm, q_out, false);
-            b.norm(&format!("{a}.k_norm"), Some(l), Component::Norm, kv_out, false);
+            b.norm(
+                &format!("{a}.q_norm"),
+                Some(l),
+                Component::Norm,
+                q_out,
+                false,
+            );
+            b.norm(
+                &format!("{a}.k_norm"),
+                Some(l),
+                Component::Norm,
+                kv_out,
+                false,
+            );
         }
         QkNorm::PerHeadMatrix => {
-            b.param(&format!("{a}.q_norm.weight"), Some(l), Component::Norm, vec![heads, head_dim]);
-            b.param(&format!("{a}.k_norm.weight"), Some(l), Component::Norm, vec![kv_heads, head_dim]);
+            b.param(
+                &format!("{a}.q_norm.weight"),
+                Some(l),
+                Component::Norm,
+                vec![heads, head_dim],
+            );
+            b.param(
+                &format!("{a}.k_norm.weight"),
+                Some(l),
+                Component::Norm,
+                vec![kv_heads, head_dim],
+            );
         }
     }
     if fl.sinks {
-        b.param(&format!("{a}.sinks"), Some(l), Component::Attention, vec![heads]);
+        b.param(
+            &format!("{a}.sinks"),
+            Some(l),
+            Component::Attention,
+            vec![heads],
+        );
     }
-    AttentionSpec { num_heads: heads, num_kv_heads: kv_heads, head_dim, v_head_dim: head_dim, sliding_window: None, mla: None }
+    AttentionSpec {
+        num_heads: heads,
+        num_kv_heads: kv_heads,
+        head_dim,
+        v_head_dim: head_dim,
+        sliding_window: None,
+        mla: None,
+    }
 }
 
 fn read_mla(f: Fields<'_>) -> Result<Option<(MlaSpec, u64)>, ConfigError> {
-    let Some(kv_lora_rank) = f.positive("kv_lora_rank")? else { return Ok(None) };
+    let Some(kv_lora_rank) = f.positive("kv_lora_rank")? else {
+        return Ok(None);
+    };
     let why = "multi-head latent attention (kv_lora_rank is set)";
     let mla = MlaSpec {
         q_lora_rank: f.positive("q_lora_rank")?,
@@ -271,26 +468,100 @@ fn read_mla(f: Fields<'_>) -> Result<Option<(MlaSpec, u64)>, ConfigError> {
 /// DeepseekV3Attention (modeling_deepseek_v3.py): optional low-rank query path, the joint KV latent
 /// `kv_a_proj_with_mqa` (latent + shared rotary key), its norm, the up-projection `kv_b_proj`, `o_proj`.
 #[allow(clippy::too_many_arguments)]
-fn mla_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, heads: u64, m: MlaSpec, v_head: u64, bias: bool) -> AttentionSpec {
+fn mla_tensors(
+    b: &mut Builder,
+    p: &str,
+    l: u32,
+    hidden: u64,
+    heads: u64,
+    m: MlaSpec,
+    v_head: u64,
+    bias: bool,
+) -> AttentionSpec {
     let a = format!("{p}.self_attn");
     let qk_head = m.qk_nope_head_dim.saturating_add(m.qk_rope_head_dim);
     match m.q_lora_rank {
-        None => b.linear(&format!("{a}.q_proj"), Some(l), Component::Attention, hidden, heads.saturating_mul(qk_head), false),
+        None => b.linear(
+            &format!("{a}.q_proj"),
+            Some(l),
+            Component::Attention,
+            hidden,
+            heads.saturating_mul(qk_head),
+            false,
+        ),
         Some(r) => {
-            b.linear(&format!("{a}.q_a_proj"), Some(l), Component::Attention, hidden, r, bias);
-            b.norm(&format!("{a}.q_a_layernorm"), Some(l), Component::Norm, r, false);
-            b.linear(&format!("{a}.q_b_proj"), Some(l), Component::Attention, r, heads.saturating_mul(qk_head), false);
+            b.linear(
+                &format!("{a}.q_a_proj"),
+                Some(l),
+                Component::Attention,
+                hidden,
+                r,
+                bias,
+            );
+            b.norm(
+                &format!("{a}.q_a_layernorm"),
+                Some(l),
+                Component::Norm,
+                r,
+                false,
+            );
+            b.linear(
+                &format!("{a}.q_b_proj"),
+                Some(l),
+                Component::Attention,
+                r,
+                heads.saturating_mul(qk_head),
+                false,
+            );
         }
     }
-    b.linear(&format!("{a}.kv_a_proj_with_mqa"), Some(l), Component::Attention, hidden, m.kv_lora_rank.saturating_add(m.qk_rope_head_dim), bias);
-    b.norm(&format!("{a}.kv_a_layernorm"), Some(l), Component::Norm, m.kv_lora_rank, false);
-    b.linear(&format!("{a}.kv_b_proj"), Some(l), Component::Attention, m.kv_lora_rank, heads.saturating_mul(m.qk_nope_head_dim.saturating_add(v_head)), false);
-    b.linear(&format!("{a}.o_proj"), Some(l), Component::Attention, heads.saturating_mul(v_head), hidden, bias);
-    AttentionSpec { num_heads: heads, num_kv_heads: heads, head_dim: qk_head, v_head_dim: v_head, sliding_window: None, mla: Some(m) }
+    b.linear(
+        &format!("{a}.kv_a_proj_with_mqa"),
+        Some(l),
+        Component::Attention,
+        hidden,
+        m.kv_lora_rank.saturating_add(m.qk_rope_head_dim),
+        bias,
+    );
+    b.norm(
+        &format!("{a}.kv_a_layernorm"),
+        Some(l),
+        Component::Norm,
+        m.kv_lora_rank,
+        false,
+    );
+    b.linear(
+        &format!("{a}.kv_b_proj"),
+        Some(l),
+        Component::Attention,
+        m.kv_lora_rank,
+        heads.saturating_mul(m.qk_nope_head_dim.saturating_add(v_head)),
+        false,
+    );
+    b.linear(
+        &format!("{a}.o_proj"),
+        Some(l),
+        Component::Attention,
+        heads.saturating_mul(v_head),
+        hidden,
+        bias,
+    );
+    AttentionSpec {
+        num_heads: heads,
+        num_kv_heads: heads,
+        head_dim: qk_head,
+        v_head_dim: v_head,
+        sliding_window: None,
+        mla: Some(m),
+    }
 }
 
 /// Per-layer sliding windows, from `layer_types` when given, else from each architecture's rule.
-fn sliding_windows(f: Fields<'_>, model_type: &str, num_layers: u64) -> Result<Vec<Option<u64>>, ConfigError> {
+fn sliding_windows(
+    f: Fields<'_>,
+    model_type: &str,
+    num_layers: u64,
+) -> Result<Vec<Option<u64>>, ConfigError> {
     let n = num_layers as usize;
     let window = f.positive("sliding_window")?;
     if let Some(types) = f.str_list("layer_types")? {
@@ -300,22 +571,39 @@ fn sliding_windows(f: Fields<'_>, model_type: &str, num_layers: u64) -> Result<V
                 types.len()
             )));
         }
-        return Ok(types.iter().map(|t| if t.contains("sliding") { window } else { None }).collect());
+        return Ok(types
+            .iter()
+            .map(|t| if t.contains("sliding") { window } else { None })
+            .collect());
     }
-    let Some(w) = window else { return Ok(vec![None; n]) };
+    let Some(w) = window else {
+        return Ok(vec![None; n]);
+    };
     Ok(match model_type {
         // Gemma2: even layers (0, 2, ...) are sliding (configuration_gemma2.py layer_types default).
-        "gemma2" => (0..n).map(|i| if (i + 1) % 2 != 0 { Some(w) } else { None }).collect(),
+        "gemma2" => (0..n)
+            .map(|i| if (i + 1) % 2 != 0 { Some(w) } else { None })
+            .collect(),
         // Gemma3: every `sliding_window_pattern`-th layer is global, the rest sliding (default 6).
         "gemma3_text" => {
             let pattern = f.positive("sliding_window_pattern")?.unwrap_or(6) as usize;
-            (0..n).map(|i| if (i + 1) % pattern != 0 { Some(w) } else { None }).collect()
+            (0..n)
+                .map(|i| {
+                    if (i + 1) % pattern != 0 {
+                        Some(w)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
         }
         // Qwen2/3: sliding only with use_sliding_window, and only for layers >= max_window_layers.
         "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" => {
             if f.bool("use_sliding_window")?.unwrap_or(false) {
                 let from = f.u64("max_window_layers")?.unwrap_or(num_layers) as usize;
-                (0..n).map(|i| if i >= from { Some(w) } else { None }).collect()
+                (0..n)
+                    .map(|i| if i >= from { Some(w) } else { None })
+                    .collect()
             } else {
                 vec![None; n]
             }
@@ -356,19 +644,45 @@ impl MoeLayout {
         if !self.is_moe.get(i as usize).copied().unwrap_or(false) {
             return None;
         }
-        Some(MoeLayer { ffn, router_bias: self.router_bias, router_buffer_bias: self.router_buffer_bias, shared_gate: self.shared_gate })
+        Some(MoeLayer {
+            ffn,
+            router_bias: self.router_bias,
+            router_buffer_bias: self.router_buffer_bias,
+            shared_gate: self.shared_gate,
+        })
     }
 }
 
 fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLayout, ConfigError> {
-    let num_layers = f.positive_any(&["num_hidden_layers", "n_layer", "num_layers"])?.unwrap_or(0) as usize;
-    let none = MoeLayout { is_moe: Vec::new(), ffn: None, dense_intermediate: None, router_bias: false, router_buffer_bias: false, shared_gate: false };
+    let num_layers = f
+        .positive_any(&["num_hidden_layers", "n_layer", "num_layers"])?
+        .unwrap_or(0) as usize;
+    let none = MoeLayout {
+        is_moe: Vec::new(),
+        ffn: None,
+        dense_intermediate: None,
+        router_bias: false,
+        router_buffer_bias: false,
+        shared_gate: false,
+    };
     let experts = f.positive_any(&["num_local_experts", "num_experts", "n_routed_experts"])?;
-    let Some(num_experts) = experts else { return Ok(none) };
+    let Some(num_experts) = experts else {
+        return Ok(none);
+    };
     let why = "the experts each token is routed to (an MoE config)";
-    let top_k = f.require_any(&["num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k"], why)?;
+    let top_k = f.require_any(
+        &[
+            "num_experts_per_tok",
+            "experts_per_token",
+            "num_experts_per_token",
+            "moe_top_k",
+        ],
+        why,
+    )?;
     if top_k > num_experts {
-        return Err(ConfigError::Inconsistent(format!("num_experts_per_tok ({top_k}) exceeds the number of experts ({num_experts})")));
+        return Err(ConfigError::Inconsistent(format!(
+            "num_experts_per_tok ({top_k}) exceeds the number of experts ({num_experts})"
+        )));
     }
     let expert_i = f.positive("moe_intermediate_size")?.unwrap_or(intermediate);
     let mut layout = none;
@@ -378,23 +692,34 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
             let only_mlp = f.u64_list("mlp_only_layers")?.unwrap_or_default();
             let shared = f.u64("shared_expert_intermediate_size")?.unwrap_or(0);
             layout.shared_gate = shared > 0;
-            let moe = (0..num_layers).map(|i| !only_mlp.contains(&(i as u64)) && (i as u64 + 1) % step == 0).collect();
+            let moe = (0..num_layers)
+                .map(|i| !only_mlp.contains(&(i as u64)) && (i as u64 + 1) % step == 0)
+                .collect();
             (shared, moe)
         }
         "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
             let first_dense = f.u64("first_k_dense_replace")?.unwrap_or(0);
             let freq = f.positive("moe_layer_freq")?.unwrap_or(1);
-            let shared = f.u64("n_shared_experts")?.unwrap_or(0).saturating_mul(expert_i);
+            let shared = f
+                .u64("n_shared_experts")?
+                .unwrap_or(0)
+                .saturating_mul(expert_i);
             // DeepseekV3TopkRouter keeps `e_score_correction_bias` for the "noaux_tc" top-k method.
-            layout.router_buffer_bias = f.str("topk_method")? == Some("noaux_tc") || (model_type != "deepseek_v2" && f.str("topk_method")?.is_none());
-            let moe = (0..num_layers).map(|i| i as u64 >= first_dense && (i as u64) % freq == 0).collect();
+            layout.router_buffer_bias = f.str("topk_method")? == Some("noaux_tc")
+                || (model_type != "deepseek_v2" && f.str("topk_method")?.is_none());
+            let moe = (0..num_layers)
+                .map(|i| i as u64 >= first_dense && (i as u64) % freq == 0)
+                .collect();
             (shared, moe)
         }
         "gpt_oss" => {
             layout.router_bias = true;
             (0, vec![true; num_layers])
         }
-        _ => (f.u64("shared_expert_intermediate_size")?.unwrap_or(0), vec![true; num_layers]),
+        _ => (
+            f.u64("shared_expert_intermediate_size")?.unwrap_or(0),
+            vec![true; num_layers],
+        ),
     };
     layout.dense_intermediate = Some(intermediate);
     layout.is_moe = is_moe;
@@ -409,47 +734,167 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
 }
 
 fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, model_type: &str) {
-    let FfnSpec::Moe { num_experts, expert_intermediate_size, shared_intermediate_size, .. } = m.ffn else { return };
+    let FfnSpec::Moe {
+        num_experts,
+        expert_intermediate_size,
+        shared_intermediate_size,
+        ..
+    } = m.ffn
+    else {
+        return;
+    };
     let e = num_experts;
     let i = expert_intermediate_size;
     let mlp = format!("{p}.mlp");
     if model_type == "gpt_oss" {
         // GptOssExperts: gate_up_proj [E, H, 2I] + bias [E, 2I], down_proj [E, I, H] + bias [E, H];
         // GptOssTopKRouter: weight [E, H] + bias [E].
-        b.param(&format!("{mlp}.router.weight"), Some(l), Component::Router, vec![e, hidden]);
-        b.param(&format!("{mlp}.router.bias"), Some(l), Component::Router, vec![e]);
-        b.param(&format!("{mlp}.experts.gate_up_proj"), Some(l), Component::Experts, vec![e, hidden, i.saturating_mul(2)]);
-        b.param(&format!("{mlp}.experts.gate_up_proj_bias"), Some(l), Component::Experts, vec![e, i.saturating_mul(2)]);
-        b.param(&format!("{mlp}.experts.down_proj"), Some(l), Component::Experts, vec![e, i, hidden]);
-        b.param(&format!("{mlp}.experts.down_proj_bias"), Some(l), Component::Experts, vec![e, hidden]);
+        b.param(
+            &format!("{mlp}.router.weight"),
+            Some(l),
+            Component::Router,
+            vec![e, hidden],
+        );
+        b.param(
+            &format!("{mlp}.router.bias"),
+            Some(l),
+            Component::Router,
+            vec![e],
+        );
+        b.param(
+            &format!("{mlp}.experts.gate_up_proj"),
+            Some(l),
+            Component::Experts,
+            vec![e, hidden, i.saturating_mul(2)],
+        );
+        b.param(
+            &format!("{mlp}.experts.gate_up_proj_bias"),
+            Some(l),
+            Component::Experts,
+            vec![e, i.saturating_mul(2)],
+        );
+        b.param(
+            &format!("{mlp}.experts.down_proj"),
+            Some(l),
+            Component::Experts,
+            vec![e, i, hidden],
+        );
+        b.param(
+            &format!("{mlp}.experts.down_proj_bias"),
+            Some(l),
+            Component::Experts,
+            vec![e, hidden],
+        );
         return;
     }
-    b.param(&format!("{mlp}.gate.weight"), Some(l), Component::Router, vec![e, hidden]);
+    b.param(
+        &format!("{mlp}.gate.weight"),
+        Some(l),
+        Component::Router,
+        vec![e, hidden],
+    );
     if m.router_bias {
-        b.param(&format!("{mlp}.gate.bias"), Some(l), Component::Router, vec![e]);
+        b.param(
+            &format!("{mlp}.gate.bias"),
+            Some(l),
+            Component::Router,
+            vec![e],
+        );
     }
     if m.router_buffer_bias {
-        b.buffer(&format!("{mlp}.gate.e_score_correction_bias"), Some(l), Component::Router, vec![e]);
+        b.buffer(
+            &format!("{mlp}.gate.e_score_correction_bias"),
+            Some(l),
+            Component::Router,
+            vec![e],
+        );
     }
-    b.param(&format!("{mlp}.experts.gate_up_proj"), Some(l), Component::Experts, vec![e, i.saturating_mul(2), hidden]);
-    b.param(&format!("{mlp}.experts.down_proj"), Some(l), Component::Experts, vec![e, hidden, i]);
+    b.param(
+        &format!("{mlp}.experts.gate_up_proj"),
+        Some(l),
+        Component::Experts,
+        vec![e, i.saturating_mul(2), hidden],
+    );
+    b.param(
+        &format!("{mlp}.experts.down_proj"),
+        Some(l),
+        Component::Experts,
+        vec![e, hidden, i],
+    );
     if shared_intermediate_size > 0 {
-        let name = if model_type.starts_with("qwen") { "shared_expert" } else { "shared_experts" };
-        mlp_tensors(b, &format!("{mlp}.{name}"), l, hidden, shared_intermediate_size, false, false, Component::SharedExperts);
+        let name = if model_type.starts_with("qwen") {
+            "shared_expert"
+        } else {
+            "shared_experts"
+        };
+        mlp_tensors(
+            b,
+            &format!("{mlp}.{name}"),
+            l,
+            hidden,
+            shared_intermediate_size,
+            false,
+            false,
+            Component::SharedExperts,
+        );
         if m.shared_gate {
-            b.linear(&format!("{mlp}.shared_expert_gate"), Some(l), Component::Router, hidden, 1, false);
+            b.linear(
+                &format!("{mlp}.shared_expert_gate"),
+                Some(l),
+                Component::Router,
+                hidden,
+                1,
+                false,
+            );
         }
     }
 }
 
 /// A gated MLP (gate, up, down), or phi3's fused `gate_up_proj` + `down_proj`.
 #[allow(clippy::too_many_arguments)]
-fn mlp_tensors(b: &mut Builder, m: &str, l: u32, hidden: u64, inner: u64, bias: bool, fused: bool, component: Component) {
+fn mlp_tensors(
+    b: &mut Builder,
+    m: &str,
+    l: u32,
+    hidden: u64,
+    inner: u64,
+    bias: bool,
+    fused: bool,
+    component: Component,
+) {
     if fused {
-        b.linear(&format!("{m}.gate_up_proj"), Some(l), component, hidden, inner.saturating_mul(2), bias);
+        b.linear(
+            &format!("{m}.gate_up_proj"),
+            Some(l),
+            component,
+            hidden,
+            inner.saturating_mul(2),
+            bias,
+        );
     } else {
-        b.linear(&format!("{m}.gate_proj"), Some(l), component, hidden, inner, bias);
-        b.linear(&format!("{m}.up_proj"), Some(l), component, hidden, inner, bias);
+        b.linear(
+            &format!("{m}.gate_proj"),
+            Some(l),
+            component,
+            hidden,
+            inner,
+            bias,
+        );
+        b.linear(
+            &format!("{m}.up_proj"),
+            Some(l),
+            component,
+            hidden,
+            inner,
+            bias,
+        );
     }
-    b.linear(&format!("{m}.down_proj"), Some(l), component, inner, hidden, bias);
+    b.linear(
+        &format!("{m}.down_proj"),
+        Some(l),
+        component,
+        inner,
+        hidden,
+        bias,
+    );
 }

@@ -14,9 +14,32 @@ pub(crate) use builder::Builder;
 
 /// Every `model_type` resolved with architecture-specific rules (others use the generic decoder reading).
 pub const KNOWN_MODEL_TYPES: &[&str] = &[
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-    "gemma3_text", "gemma3", "cohere", "olmo2", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss",
-    "gpt2", "opt", "bloom", "gpt_neox", "bert", "t5", "mamba", "llava",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "gemma3",
+    "cohere",
+    "olmo2",
+    "phi3",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_k2",
+    "gpt_oss",
+    "gpt2",
+    "opt",
+    "bloom",
+    "gpt_neox",
+    "bert",
+    "t5",
+    "mamba",
+    "llava",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
@@ -28,8 +51,13 @@ pub fn parse_config(text: &str, name_hint: Option<&str>) -> Result<ModelSpec, Co
 }
 
 /// Resolves an already parsed JSON value (see [`parse_config`]).
-pub fn resolve_value(value: &serde_json::Value, name_hint: Option<&str>) -> Result<ModelSpec, ConfigError> {
-    let map = value.as_object().ok_or_else(|| ConfigError::NotAnObject { found: json_type(value).into() })?;
+pub fn resolve_value(
+    value: &serde_json::Value,
+    name_hint: Option<&str>,
+) -> Result<ModelSpec, ConfigError> {
+    let map = value.as_object().ok_or_else(|| ConfigError::NotAnObject {
+        found: json_type(value).into(),
+    })?;
     let fields = Fields::new(map, "");
     let model_type = fields.str("model_type")?.unwrap_or("").to_string();
     let mut spec = match model_type.as_str() {
@@ -48,7 +76,13 @@ pub fn resolve_value(value: &serde_json::Value, name_hint: Option<&str>) -> Resu
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .or_else(|| name_hint.map(str::to_string))
-        .unwrap_or_else(|| if model_type.is_empty() { "model".into() } else { model_type.clone() });
+        .unwrap_or_else(|| {
+            if model_type.is_empty() {
+                "model".into()
+            } else {
+                model_type.clone()
+            }
+        });
     spec.quantization_config = fields.value("quantization_config").cloned();
     spec.torch_dtype = match fields.str("torch_dtype")? {
         Some(d) => Some(d.to_string()),
@@ -69,7 +103,11 @@ fn json_type(v: &serde_json::Value) -> &'static str {
 }
 
 /// Reads the dropout probabilities under their many names (0 when absent).
-pub(crate) fn dropouts(f: Fields<'_>, attention_keys: &[&str], hidden_keys: &[&str]) -> Result<(f64, f64), ConfigError> {
+pub(crate) fn dropouts(
+    f: Fields<'_>,
+    attention_keys: &[&str],
+    hidden_keys: &[&str],
+) -> Result<(f64, f64), ConfigError> {
     let first = |keys: &[&str]| -> Result<f64, ConfigError> {
         for key in keys {
             if let Some(p) = f.f64(key)? {

@@ -1,0 +1,37 @@
+//! Command-line arguments (clap derive).
+
+use crate::scenario_args::ScenarioArgs;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// GPU-memory calculator for transformer models: estimate from a config.json, measure a real step,
+/// watch any process.
+#[derive(Parser, Debug)]
+#[command(name = "vram", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parameters and the training / inference memory budget of a HuggingFace config.json.
+    Estimate(EstimateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct EstimateArgs {
+    /// Path to a HuggingFace config.json.
+    pub config: PathBuf,
+    /// Show the training budget.
+    #[arg(long)]
+    pub train: bool,
+    /// Show the inference budget.
+    #[arg(long)]
+    pub infer: bool,
+    /// Print the stable JSON document (docs/cli.md) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+}

@@ -1,0 +1,119 @@
+//! The whole estimate for one model and scenario: the document `vram estimate --json` prints, the
+//! page exports, and `vram measure` reports embed. Keys are a contract (docs/cli.md): add, never rename.
+
+use crate::params::ParamCounts;
+use crate::scenario::Scenario;
+use crate::spec::{FfnSpec, ModelKind, ModelSpec};
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON document; bumped only when a key's meaning changes (never for additions).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The headline facts of a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSummary {
+    /// Display name.
+    pub name: String,
+    /// `model_type` of the config.
+    pub model_type: String,
+    /// Broad structure.
+    pub kind: ModelKind,
+    /// Residual width.
+    pub hidden_size: u64,
+    /// Layers of the main stack.
+    pub num_layers: u64,
+    /// Encoder layers (encoder–decoder models).
+    pub num_encoder_layers: u64,
+    /// Vocabulary size.
+    pub vocab_size: u64,
+    /// Query heads of the first attention layer (0 for attention-free models).
+    pub num_attention_heads: u64,
+    /// Key/value heads of the first attention layer.
+    pub num_kv_heads: u64,
+    /// Per-head width of queries and keys.
+    pub head_dim: u64,
+    /// Declared maximum context (0 when none is declared).
+    pub max_position_embeddings: u64,
+    /// Whether lm_head shares the embedding matrix.
+    pub tie_word_embeddings: bool,
+    /// Routed experts per MoE layer (0 for dense models).
+    pub num_experts: u64,
+    /// Experts per token (0 for dense models).
+    pub experts_per_token: u64,
+    /// Layers that attend through a sliding window.
+    pub sliding_window_layers: u64,
+    /// Whether attention is DeepSeek-style multi-head latent attention.
+    pub mla: bool,
+    /// Whether a vision tower is counted.
+    pub vision: bool,
+}
+
+impl ModelSummary {
+    /// Summarises a spec.
+    pub fn of(spec: &ModelSpec) -> Self {
+        let first_attention = spec.layers.iter().find_map(|l| l.attention);
+        let moe = spec.layers.iter().find_map(|l| match l.ffn {
+            Some(FfnSpec::Moe {
+                num_experts,
+                experts_per_token,
+                ..
+            }) => Some((num_experts, experts_per_token)),
+            _ => None,
+        });
+        ModelSummary {
+            name: spec.name.clone(),
+            model_type: spec.model_type.clone(),
+            kind: spec.kind,
+            hidden_size: spec.hidden_size,
+            num_layers: spec.num_layers,
+            num_encoder_layers: spec.num_encoder_layers,
+            vocab_size: spec.vocab_size,
+            num_attention_heads: first_attention.map_or(0, |a| a.num_heads),
+            num_kv_heads: first_attention.map_or(0, |a| a.num_kv_heads),
+            head_dim: first_attention.map_or(0, |a| a.head_dim),
+            max_position_embeddings: spec.max_position_embeddings,
+            tie_word_embeddings: spec.tie_word_embeddings,
+            num_experts: moe.map_or(0, |m| m.0),
+            experts_per_token: moe.map_or(0, |m| m.1),
+            sliding_window_layers: spec
+                .layers
+                .iter()
+                .filter(|l| l.attention.is_some_and(|a| a.sliding_window.is_some()))
+                .count() as u64,
+            mla: first_attention.is_some_and(|a| a.mla.is_some()),
+            vision: spec.vision.is_some(),
+        }
+    }
+}
+
+/// Which sections to compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sections {
+    /// The training budget.
+    pub train: bool,
+    /// The inference budget.
+    pub infer: bool,
+}
+
+/// The document of `vram estimate --json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Model facts.
+    pub model: ModelSummary,
+    /// Exact parameter counts.
+    pub parameters: ParamCounts,
+    /// Assumptions made while reading the config or the scenario.
+    pub warnings: Vec<String>,
+}
+
+/// Computes the estimate for `spec` (the sections are filled in by the training and inference models).
+pub fn estimate(spec: &ModelSpec, _scenario: &Scenario, _sections: Sections) -> Estimate {
+    Estimate {
+        schema_version: SCHEMA_VERSION,
+        model: ModelSummary::of(spec),
+        parameters: ParamCounts::of(spec),
+        warnings: spec.warnings.clone(),
+    }
+}
