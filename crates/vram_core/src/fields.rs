@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 /// typos, and bounding them keeps every product of two dimensions inside `u64`.
 pub const MAX_DIMENSION: u64 = 1 << 32;
 
+/// Most layers we accept in one stack (real models have at most a few hundred). Every layer gets its
+/// own tensors in the inventory, so this bound also bounds the work a hostile config can cause.
+pub const MAX_LAYERS: u64 = 1 << 14;
+
 /// A view of one JSON object (the config, or a nested `text_config`), with a prefix for messages.
 #[derive(Clone, Copy, Debug)]
 pub struct Fields<'a> {
@@ -123,6 +127,25 @@ impl<'a> Fields<'a> {
                     .join(" or "),
                 why: why.into(),
             })
+    }
+
+    /// A required layer count among aliases, at most [`MAX_LAYERS`].
+    pub fn layer_count(&self, keys: &[&str], why: &str) -> Result<u64, ConfigError> {
+        let n = self.require_any(keys, why)?;
+        self.check_layers(keys, n)
+    }
+
+    /// Rejects a layer count above [`MAX_LAYERS`], naming the first present key.
+    pub fn check_layers(&self, keys: &[&str], n: u64) -> Result<u64, ConfigError> {
+        if n > MAX_LAYERS {
+            let key = keys.iter().find(|k| self.has(k)).copied().unwrap_or(keys[0]);
+            return Err(ConfigError::InvalidField {
+                field: self.name(key),
+                expected: format!("a layer count of at most {MAX_LAYERS}"),
+                found: n.to_string(),
+            });
+        }
+        Ok(n)
     }
 
     /// A boolean field.

@@ -36,7 +36,8 @@ impl ParamCounts {
             if t.buffer {
                 buffers = buffers.saturating_add(n);
             }
-            *by_component.entry(t.component).or_insert(0u64) += n;
+            let slot = by_component.entry(t.component).or_insert(0u64);
+            *slot = slot.saturating_add(n);
             if let Some(l) = t.layer {
                 if !stack_prefix_is_encoder(&t.name) {
                     if let Some(slot) = per_layer.get_mut(l as usize) {

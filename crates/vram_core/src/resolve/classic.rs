@@ -23,7 +23,7 @@ fn dims(
     head_keys: &[&str],
 ) -> Result<Dims, ConfigError> {
     let hidden = f.require_any(hidden_keys, "the width of the model")?;
-    let layers = f.require_any(layer_keys, "the number of layers")?;
+    let layers = f.layer_count(layer_keys, "the number of layers")?;
     let heads = f.require_any(head_keys, "the number of attention heads")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
     if hidden % heads != 0 {
@@ -640,8 +640,8 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// cross-attention in the decoder, RMS-style `T5LayerNorm` without bias.
 pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let hidden = f.require_any(&["d_model", "hidden_size"], "the width of the model")?;
-    let enc_layers = f.require_any(&["num_layers"], "the number of encoder layers")?;
-    let dec_layers = f.positive("num_decoder_layers")?.unwrap_or(enc_layers);
+    let enc_layers = f.layer_count(&["num_layers"], "the number of encoder layers")?;
+    let dec_layers = f.check_layers(&["num_decoder_layers"], f.positive("num_decoder_layers")?.unwrap_or(enc_layers))?;
     let heads = f.require_any(&["num_heads"], "the number of attention heads")?;
     let d_kv = f.require_any(&["d_kv"], "the per-head width")?;
     let d_ff = f.require_any(&["d_ff"], "the MLP width")?;
@@ -807,7 +807,7 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// dt_rank + 2·state, dt_proj, A_log, D, out_proj.
 pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let hidden = f.require_any(&["hidden_size", "d_model"], "the width of the model")?;
-    let n_layers = f.require_any(&["num_hidden_layers", "n_layer"], "the number of layers")?;
+    let n_layers = f.layer_count(&["num_hidden_layers", "n_layer"], "the number of layers")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
     let state = f.positive("state_size")?.unwrap_or(16);
     let expand = f.positive("expand")?.unwrap_or(2);

@@ -174,10 +174,9 @@ pub(crate) fn decoder(
         &["hidden_size", "n_embd", "d_model"],
         "the width of the model",
     )?;
-    let num_layers = size(
-        &["num_hidden_layers", "n_layer", "num_layers"],
-        "the number of layers",
-    )?;
+    let layer_keys = ["num_hidden_layers", "n_layer", "num_layers"];
+    let num_layers = size(&layer_keys, "the number of layers")?;
+    let num_layers = f.check_layers(&layer_keys, num_layers)?;
     let heads = size(
         &["num_attention_heads", "n_head", "num_heads"],
         "the number of attention heads",
