@@ -17,6 +17,13 @@ pub struct Cli {
 pub enum Command {
     /// Parameters and the training / inference memory budget of a HuggingFace config.json.
     Estimate(EstimateArgs),
+    /// Run one real step in PyTorch (CPU: exact tensor bytes; CUDA: allocator + NVML) and report
+    /// memory per phase.
+    Measure(crate::measure::MeasureArgs),
+    /// Run a command and record the GPU memory of its process tree (NVML).
+    Watch(crate::watch::WatchArgs),
+    /// List the GPUs NVML sees.
+    Gpus(crate::gpus::GpusArgs),
 }
 
 #[derive(Args, Debug)]
@@ -34,4 +41,6 @@ pub struct EstimateArgs {
     pub json: bool,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub serving: crate::serving_args::ServingArgs,
 }

@@ -14,16 +14,51 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
     } else {
         Mode::Train
     };
-    let scenario = a.scenario.to_scenario(mode)?;
+    let mut scenario = a.scenario.to_scenario(mode)?;
+    a.serving.apply(&mut scenario)?;
     let sections = Sections {
         train: a.train,
         infer: a.infer,
     };
+    if a.train {
+        // A requested training budget that cannot be computed is an error, not a warning.
+        vram_core::train::estimate_training(
+            &spec,
+            &scenario,
+            &vram_core::report::DeviceOverheads::default(),
+        )
+        .map_err(|e| anyhow::anyhow!("training estimate: {e}"))?;
+    }
+    let mut solved = None;
+    if a.infer {
+        // A requested inference budget that cannot be computed is an error, not a warning.
+        let o = vram_core::report::DeviceOverheads::default();
+        vram_core::infer::estimate_inference(&spec, &scenario, &o)
+            .map_err(|e| anyhow::anyhow!("inference estimate: {e}"))?;
+        if a.serving.solve {
+            solved = Some((
+                vram_core::infer::max_context(&spec, &scenario, &o)?,
+                vram_core::infer::max_batch(&spec, &scenario, &o)?,
+            ));
+        }
+    }
     let doc = estimate(&spec, &scenario, sections);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print!("{}", render::model_and_params(&doc));
+        if let Some(t) = &doc.train {
+            print!("{}", crate::render_train::training(t));
+        }
+        if let Some(i) = &doc.infer {
+            print!("{}", crate::render_infer::inference(i));
+        }
+        if let Some((ctx, batch)) = solved {
+            println!(
+                "\nSolve: longest context at batch {} = {ctx} tokens; most sequences at {} tokens = {batch}",
+                scenario.batch, scenario.seq_len
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

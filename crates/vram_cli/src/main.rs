@@ -5,9 +5,16 @@
 
 mod args;
 mod estimate_cmd;
+mod gpus;
 mod load;
+mod measure;
+mod nvml;
 mod render;
+mod render_infer;
+mod render_train;
 mod scenario_args;
+mod serving_args;
+mod watch;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -16,6 +23,9 @@ fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let result = match cli.command {
         args::Command::Estimate(a) => estimate_cmd::run(&a),
+        args::Command::Measure(a) => measure::run(&a),
+        args::Command::Watch(a) => watch::run(&a),
+        args::Command::Gpus(a) => gpus::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -106,14 +106,51 @@ pub struct Estimate {
     pub parameters: ParamCounts,
     /// Assumptions made while reading the config or the scenario.
     pub warnings: Vec<String>,
+    /// The inference budget, when requested (docs/formulas/inference.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infer: Option<crate::infer::InferEstimate>,
+    /// The training budget, when requested (docs/formulas/training.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<crate::train::TrainEstimate>,
 }
 
 /// Computes the estimate for `spec` (the sections are filled in by the training and inference models).
-pub fn estimate(spec: &ModelSpec, _scenario: &Scenario, _sections: Sections) -> Estimate {
+pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Estimate {
+    let mut warnings = spec.warnings.clone();
+    let infer = if sections.infer {
+        let overheads = crate::report::DeviceOverheads::default();
+        match crate::infer::estimate_inference(spec, scenario, &overheads) {
+            Ok(i) => Some(i),
+            Err(err) => {
+                warnings.push(format!("inference estimate not computed: {err}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut parameters = ParamCounts::of(spec);
+    let train = if sections.train {
+        let overheads = crate::report::DeviceOverheads::default();
+        match crate::train::estimate_training(spec, scenario, &overheads) {
+            Ok(t) => {
+                parameters.trainable = t.trainable_params;
+                Some(t)
+            }
+            Err(err) => {
+                warnings.push(format!("training estimate not computed: {err}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     Estimate {
         schema_version: SCHEMA_VERSION,
         model: ModelSummary::of(spec),
-        parameters: ParamCounts::of(spec),
-        warnings: spec.warnings.clone(),
+        parameters,
+        warnings,
+        infer,
+        train,
     }
 }

@@ -9,6 +9,7 @@
 pub mod error;
 pub mod estimate;
 pub mod fields;
+pub mod infer;
 pub mod json;
 pub mod params;
 pub mod presets;
@@ -16,6 +17,7 @@ pub mod report;
 mod resolve;
 pub mod scenario;
 pub mod spec;
+pub mod train;
 pub mod units;
 
 pub use error::{ConfigError, ScenarioError};

@@ -187,6 +187,47 @@ pub struct Scenario {
     pub logits_to_keep: u64,
     /// Inference engine profile.
     pub engine: Engine,
+    /// vLLM serving inputs (GPU memory, utilization, parallelism, limits).
+    pub serving: ServingInputs,
+}
+
+/// vLLM serving inputs (`vllm serve` flags and the GPU), used by the vLLM engine profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServingInputs {
+    /// Physical memory of one GPU as CUDA reports it (`torch.cuda.mem_get_info()[1]`): an "80 GB"
+    /// H100 reports 79.19 GiB (docs/formulas/inference.md, measured.md J7).
+    pub gpu_memory_bytes: u64,
+    /// `--gpu-memory-utilization` (0 < u ≤ 1).
+    pub gpu_memory_utilization: f64,
+    /// `--tensor-parallel-size`.
+    pub tensor_parallel_size: u64,
+    /// `--max-model-len` (0: the config's `max_position_embeddings`).
+    pub max_model_len: u64,
+    /// `--max-num-seqs` (vLLM's default for `vllm serve` on ≥ 70 GiB GPUs: 1024).
+    pub max_num_seqs: u64,
+    /// `--max-num-batched-tokens` (chunked-prefill budget; default 8192 for `vllm serve` on H100).
+    pub max_num_batched_tokens: u64,
+    /// `--block-size` (0: 16, or 64 for MLA models).
+    pub block_size: u64,
+    /// Override of the non-torch memory per GPU (`None`: the measured vLLM v0.19 constants).
+    pub non_torch_bytes: Option<u64>,
+}
+
+impl Default for ServingInputs {
+    /// One "80 GB" H100 (79.19 GiB), utilization 0.9, TP 1, `vllm serve` defaults.
+    fn default() -> Self {
+        ServingInputs {
+            gpu_memory_bytes: 85_029_615_043,
+            gpu_memory_utilization: 0.9,
+            tensor_parallel_size: 1,
+            max_model_len: 0,
+            max_num_seqs: 1024,
+            max_num_batched_tokens: 8192,
+            block_size: 0,
+            non_torch_bytes: None,
+        }
+    }
 }
 
 impl Default for Scenario {
@@ -212,6 +253,7 @@ impl Default for Scenario {
             kv_dtype: None,
             logits_to_keep: 1,
             engine: Engine::Transformers,
+            serving: ServingInputs::default(),
         }
     }
 }

@@ -1,0 +1,857 @@
+"""vram measure probe: memory of one real PyTorch step of a HuggingFace model, per phase.
+
+Embedded in the `vram` binary (crates/vram_cli/src/measure/python.rs, `include_str!`) and run as
+
+    python - --config CONFIG.json --scenario '{"mode": "train", ...}' --device cpu|cuda[:N]
+    python - --self-test            # validates the CPU tracker on tensors of known size
+
+with this file on standard input. It prints exactly one JSON document on stdout (schema:
+docs/measure-report.md, "probe output") and progress lines starting with "vram-probe: " on stderr.
+Failures are answers too: the document then has "status": "error" or "oom" and says what to do.
+
+What is measured
+----------------
+Training: load -> forward (labels = input_ids, so the logits, their fp32 upcast and the
+cross-entropy count) -> backward -> optimizer step (+ zero_grad(set_to_none=True)), then the same
+step again (forward_2, backward_2, optimizer_2) so that the optimizer states exist from its start.
+Inference: load -> prefill of seq_len tokens at batch with the KV cache (use_cache=True) -> decode of
+one token, as `generate` does (fp32 copy of the last position's logits, greedy next token).
+
+CPU: exact live-tensor bytes. The PyTorch profiler with profile_memory=True makes the CPU allocator
+(c10 ProfiledCPUMemoryReporter) report every allocation and free with its exact requested size and the
+running total of live bytes allocated while profiling; a phase's peak is the largest running total
+inside that phase's record_function range. Storages are counted once however many views share them,
+and temporaries inside kernels that go through the c10 allocator count too, as they do for
+torch.cuda.max_memory_allocated. Where CPU and CUDA defaults differ the probe uses the CUDA one
+(optimizers with foreach=True).
+
+CUDA: torch.cuda.memory_allocated / max_memory_allocated (peak reset at each phase start) /
+memory_reserved / max_memory_reserved, and the device memory NVML reports for this process
+(pynvml if importable, else nvidia-smi --query-compute-apps), which includes the CUDA context.
+"""
+
+import contextlib
+import gc
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+import warnings
+
+PROBE_VERSION = 1
+GIB = float(1 << 30)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+warnings.filterwarnings("ignore")
+
+
+def progress(message):
+    """One progress line on stderr (the vram binary shows these while the step runs)."""
+    print("vram-probe: " + message, file=sys.stderr, flush=True)
+
+
+class ProbeFailure(Exception):
+    """A failure that is an answer: kind is one of missing_package, no_cuda, unsupported_architecture,
+    unsupported_scenario, bad_config, oom."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# --------------------------------------------------------------------------------------------------
+# Imports with instructions when something is missing
+# --------------------------------------------------------------------------------------------------
+
+INSTALL_HINT = (
+    "install them with scripts/python-env.sh (a venv at ~/.cache/vram/venv that vram finds by itself), "
+    "or `pip install torch transformers peft accelerate` into the python given with --python"
+)
+
+
+def import_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise ProbeFailure("missing_package", "python %s at %s cannot import torch (%s); %s"
+                           % (platform.python_version(), sys.executable, e, INSTALL_HINT))
+    return torch
+
+
+def import_transformers():
+    try:
+        import transformers  # noqa: F401
+    except ImportError as e:
+        raise ProbeFailure("missing_package", "python at %s cannot import transformers (%s); %s"
+                           % (sys.executable, e, INSTALL_HINT))
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def module_version(name):
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Trackers
+# --------------------------------------------------------------------------------------------------
+
+class CpuTracker:
+    """Exact live-tensor bytes on CPU from the profiler's allocation events (see module doc)."""
+
+    counting = "cpu-exact"
+
+    def __init__(self, torch):
+        from torch.profiler import ProfilerActivity, profile, record_function
+        self.torch = torch
+        self.record_function = record_function
+        self.prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                            record_shapes=False, with_stack=False)
+        self.prof.start()
+        self.phases = []  # (name, wall_seconds)
+        self.stopped = False
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        t0 = time.perf_counter()
+        with self.record_function("vram_phase::" + name):
+            yield
+        self.phases.append((name, time.perf_counter() - t0))
+        progress("phase %s done in %.1f s" % (name, time.perf_counter() - t0))
+
+    def allocated_now(self):
+        return None  # known only after the profiler stops
+
+    def finish(self, failed_phase=None):
+        """Stops the profiler and returns the phase records (a failed phase is included)."""
+        if not self.stopped:
+            self.prof.stop()
+            self.stopped = True
+        tree = self.prof.profiler.kineto_results.experimental_event_tree()
+        allocations = []  # (time_ns, alloc_size, total_allocated)
+        ranges = {}
+        stack = list(tree)
+        while stack:
+            ev = stack.pop()
+            stack.extend(ev.children)
+            name = ev.name
+            if name.startswith("vram_phase::"):
+                ranges[name[len("vram_phase::"):]] = (ev.start_time_ns, ev.end_time_ns)
+                continue
+            ef = ev.extra_fields
+            if hasattr(ef, "alloc_size") and hasattr(ef, "total_allocated"):
+                dev = getattr(ef, "device", None)
+                if dev is not None and getattr(dev, "type", "cpu") != "cpu":
+                    continue
+                allocations.append((ev.start_time_ns, int(ef.alloc_size), int(ef.total_allocated)))
+        allocations.sort(key=lambda a: a[0])
+        names = [n for n, _ in self.phases]
+        walls = dict(self.phases)
+        if failed_phase is not None and failed_phase not in walls:
+            names.append(failed_phase)
+        records = []
+        i = 0
+        current = 0
+        for name in names:
+            if name not in ranges:
+                continue
+            start, end = ranges[name]
+            # allocations between phases (none are made by the probe) belong to the next phase
+            peak = current
+            while i < len(allocations) and allocations[i][0] <= end:
+                _, size, total = allocations[i]
+                current += size
+                peak = max(peak, total, current)
+                i += 1
+            records.append({
+                "name": name,
+                "allocated_bytes": current,
+                "peak_allocated_bytes": peak,
+                "wall_seconds": round(walls.get(name, 0.0), 3),
+            })
+        return records
+
+
+class CudaTracker:
+    """torch.cuda allocator statistics and NVML's per-process device memory, per phase."""
+
+    counting = "cuda-allocator"
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.device = device
+        self.records = []
+        self.nvml = NvmlReader(device.index or 0)
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        cuda = self.torch.cuda
+        cuda.synchronize(self.device)
+        cuda.reset_peak_memory_stats(self.device)
+        t0 = time.perf_counter()
+        self.current_phase = name
+        yield
+        cuda.synchronize(self.device)
+        wall = time.perf_counter() - t0
+        rec = {
+            "name": name,
+            "allocated_bytes": int(cuda.memory_allocated(self.device)),
+            "peak_allocated_bytes": int(cuda.max_memory_allocated(self.device)),
+            "reserved_bytes": int(cuda.memory_reserved(self.device)),
+            "peak_reserved_bytes": int(cuda.max_memory_reserved(self.device)),
+            "device_bytes": self.nvml.process_used_bytes(),
+            "device_used_bytes": self.nvml.device_used_bytes(self.torch, self.device),
+            "wall_seconds": round(wall, 3),
+        }
+        self.records.append(rec)
+        progress("phase %s done in %.1f s: allocated %.3f GiB, peak %.3f GiB, reserved %.3f GiB"
+                 % (name, wall, rec["allocated_bytes"] / GIB, rec["peak_allocated_bytes"] / GIB,
+                    rec["reserved_bytes"] / GIB))
+
+    def allocated_now(self):
+        return int(self.torch.cuda.memory_allocated(self.device))
+
+    def peak_now(self):
+        return int(self.torch.cuda.max_memory_allocated(self.device))
+
+    def finish(self, failed_phase=None):
+        return self.records
+
+
+class NvmlReader:
+    """Device memory used by this process as NVML reports it (what nvidia-smi shows)."""
+
+    def __init__(self, torch_index):
+        self.pid = os.getpid()
+        self.nvml = None
+        self.handle = None
+        self.driver = None
+        # NVML enumerates GPUs in PCI order; CUDA_VISIBLE_DEVICES remaps torch's indices.
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        index = torch_index
+        if visible:
+            parts = [p.strip() for p in visible.split(",") if p.strip()]
+            if torch_index < len(parts) and parts[torch_index].isdigit():
+                index = int(parts[torch_index])
+        self.index = index
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            drv = pynvml.nvmlSystemGetDriverVersion()
+            self.driver = drv.decode() if isinstance(drv, bytes) else str(drv)
+        except Exception:
+            self.nvml = None
+            self.driver = self._smi(["--query-gpu=driver_version", "--format=csv,noheader", "-i", str(index)])
+
+    @staticmethod
+    def _smi(args):
+        import subprocess
+        try:
+            out = subprocess.run(["nvidia-smi"] + args, capture_output=True, text=True, timeout=20)
+            if out.returncode == 0:
+                return out.stdout.strip()
+        except Exception:
+            pass
+        return None
+
+    def process_used_bytes(self):
+        if self.nvml is not None:
+            try:
+                procs = self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle)
+                for p in procs:
+                    if p.pid == self.pid and p.usedGpuMemory is not None:
+                        return int(p.usedGpuMemory)
+                return None
+            except Exception:
+                return None
+        out = self._smi(["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits",
+                         "-i", str(self.index)])
+        if out:
+            for line in out.splitlines():
+                parts = [p.strip() for p in line.split(",")]
+                if len(parts) == 2 and parts[0] == str(self.pid) and parts[1].isdigit():
+                    return int(parts[1]) << 20  # nvidia-smi reports MiB
+        return None
+
+    @staticmethod
+    def device_used_bytes(torch, device):
+        try:
+            free, total = torch.cuda.mem_get_info(device)
+            return int(total - free)
+        except Exception:
+            return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Byte accounting of tensors (storages counted once)
+# --------------------------------------------------------------------------------------------------
+
+def storage_key(t):
+    s = t.untyped_storage()
+    return (str(t.device), s.data_ptr())
+
+
+def unique_storage_bytes(tensors, seen=None):
+    seen = set() if seen is None else seen
+    total = 0
+    for t in tensors:
+        if t is None:
+            continue
+        key = storage_key(t)
+        if key in seen:
+            continue
+        seen.add(key)
+        total += t.untyped_storage().nbytes()
+    return total
+
+
+def tensors_in(obj, torch, depth=0, seen_objs=None):
+    """Every tensor reachable from a cache object (lists, tuples, dicts, attributes), for KV bytes."""
+    seen_objs = set() if seen_objs is None else seen_objs
+    if depth > 6 or id(obj) in seen_objs:
+        return []
+    seen_objs.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    out = []
+    if isinstance(obj, (list, tuple)):
+        for x in obj:
+            out.extend(tensors_in(x, torch, depth + 1, seen_objs))
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            out.extend(tensors_in(x, torch, depth + 1, seen_objs))
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        for x in vars(obj).values():
+            out.extend(tensors_in(x, torch, depth + 1, seen_objs))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Model and scenario
+# --------------------------------------------------------------------------------------------------
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+ATTN = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+
+
+def torch_dtype(torch, name):
+    if name not in DTYPES:
+        raise ProbeFailure("unsupported_scenario", "dtype: expected fp32, bf16 or fp16, found %r" % name)
+    return getattr(torch, DTYPES[name])
+
+
+def check_scenario(s):
+    """Refuses what one process on one device cannot run (those parts are estimate-only)."""
+    unsupported = []
+    if int(s.get("gpus", 1)) != 1:
+        unsupported.append("gpus=%s" % s.get("gpus"))
+    if int(s.get("zero", 0)) != 0:
+        unsupported.append("zero=%s" % s.get("zero"))
+    if s.get("offload_optimizer") or s.get("offload_params"):
+        unsupported.append("offload")
+    if int(s.get("grad_accumulation", 1)) != 1:
+        unsupported.append("grad_accumulation=%s" % s.get("grad_accumulation"))
+    if s.get("engine", "transformers") != "transformers":
+        unsupported.append("engine=%s" % s.get("engine"))
+    w = s.get("weights")
+    if w is not None and w != s.get("dtype"):
+        unsupported.append("weights=%s" % w)
+    kv = s.get("kv_dtype")
+    if kv is not None and kv != s.get("dtype"):
+        unsupported.append("kv_dtype=%s" % kv)
+    if unsupported:
+        raise ProbeFailure("unsupported_scenario",
+                           "the probe measures one process on one device with HF transformers and "
+                           "unquantized weights; not measurable: " + ", ".join(unsupported))
+
+
+def load_config(transformers, path, notes):
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ProbeFailure("bad_config", "%s: cannot read the config as JSON (%s)" % (path, e))
+    if not isinstance(raw, dict):
+        raise ProbeFailure("bad_config", "%s: expected a JSON object" % path)
+    model_type = raw.pop("model_type", None)
+    if not isinstance(model_type, str):
+        raise ProbeFailure("bad_config", "%s: model_type: expected a string naming the architecture" % path)
+    for key in ("quantization_config", "auto_map"):
+        if key in raw:
+            raw.pop(key)
+            notes.append("%s in the config ignored: the probe builds the unquantized model from "
+                         "transformers' own classes" % key)
+    try:
+        config = transformers.AutoConfig.for_model(model_type, **raw)
+    except (ValueError, KeyError) as e:
+        raise ProbeFailure("unsupported_architecture",
+                           "transformers %s does not know model_type %r (%s); a newer transformers may"
+                           % (transformers.__version__, model_type, str(e).splitlines()[0]))
+    return config, model_type
+
+
+def auto_class(transformers, config):
+    """CausalLM where the architecture has one; seq2seq (t5) and masked LM (bert) otherwise."""
+    from transformers.models.auto import modeling_auto as ma
+    ctype = type(config)
+    if getattr(config, "is_encoder_decoder", False) and ctype in ma.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING:
+        return transformers.AutoModelForSeq2SeqLM, "seq2seq-lm"
+    if ctype in ma.MODEL_FOR_CAUSAL_LM_MAPPING:
+        return transformers.AutoModelForCausalLM, "causal-lm"
+    if ctype in ma.MODEL_FOR_MASKED_LM_MAPPING:
+        return transformers.AutoModelForMaskedLM, "masked-lm"
+    raise ProbeFailure("unsupported_architecture",
+                       "transformers %s has no causal-LM, seq2seq-LM or masked-LM head for model_type %r"
+                       % (transformers.__version__, config.model_type))
+
+
+def build_model(torch, transformers, config, scenario, device, notes):
+    param_dtype = torch_dtype(torch, scenario.get("dtype", "bf16"))
+    attn = scenario.get("attention", "sdpa")
+    if attn not in ATTN:
+        raise ProbeFailure("unsupported_scenario", "attention: expected eager, sdpa or flash, found %r" % attn)
+    cls, head = auto_class(transformers, config)
+    kwargs = {"dtype": param_dtype, "attn_implementation": ATTN[attn]}
+    try:
+        with torch.device(device):
+            model = cls.from_config(config, **kwargs)
+    except ImportError as e:
+        raise ProbeFailure("missing_package", "attention %s needs a package that is not installed (%s)"
+                           % (attn, str(e).splitlines()[0]))
+    except ValueError as e:
+        msg = str(e).splitlines()[0] if str(e) else repr(e)
+        if "attn_implementation" in msg or "attention" in msg.lower():
+            raise ProbeFailure("unsupported_scenario", "attention %s: %s" % (attn, msg))
+        raise ProbeFailure("unsupported_architecture", "transformers %s cannot build %s: %s"
+                           % (transformers.__version__, config.model_type, msg))
+    return model, head
+
+
+def apply_lora(model, lora, notes):
+    try:
+        import peft
+    except ImportError as e:
+        raise ProbeFailure("missing_package", "LoRA needs peft (%s); %s" % (e, INSTALL_HINT))
+    if lora.get("base_quant", "none") != "none":
+        raise ProbeFailure("unsupported_scenario",
+                           "lora.base_quant=%s (QLoRA) needs bitsandbytes on CUDA and a quantized "
+                           "checkpoint; the probe measures unquantized bases only"
+                           % lora.get("base_quant"))
+    targets = lora.get("targets", "default")
+    if targets == "default":
+        target_modules = None
+    elif targets == "all-linear":
+        target_modules = "all-linear"
+    elif isinstance(targets, dict) and isinstance(targets.get("modules"), list):
+        target_modules = [str(m) for m in targets["modules"]]
+    else:
+        raise ProbeFailure("unsupported_scenario",
+                           "lora.targets: expected \"default\", \"all-linear\" or {\"modules\": [...]}, found %r"
+                           % (targets,))
+    cfg = peft.LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]), lora_dropout=0.0,
+                          target_modules=target_modules, task_type="CAUSAL_LM")
+    try:
+        model = peft.get_peft_model(model, cfg)
+    except ValueError as e:
+        raise ProbeFailure("unsupported_scenario", "peft: %s" % str(e).splitlines()[0])
+    trainable, total = model.get_nb_trainable_parameters()
+    resolved = cfg.target_modules if target_modules is not None else model.peft_config["default"].target_modules
+    notes.append("LoRA target modules: %s" % sorted(resolved) if isinstance(resolved, (set, list)) else
+                 "LoRA target modules: %s" % resolved)
+    return model, int(trainable), int(total), peft.__version__
+
+
+def make_optimizer(torch, name, params, device_type):
+    """The optimizer as users run it on CUDA (torch.optim defaults to foreach there)."""
+    lr = 1e-5
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, foreach=True), "torch.optim.SGD(foreach=True)"
+    if name == "sgd-momentum":
+        return (torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=True),
+                "torch.optim.SGD(momentum=0.9, foreach=True)")
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, foreach=True), "torch.optim.AdamW(foreach=True)"
+    if name == "adafactor":
+        if not hasattr(torch.optim, "Adafactor"):
+            raise ProbeFailure("missing_package", "adafactor needs torch >= 2.5 (torch.optim.Adafactor)")
+        return torch.optim.Adafactor(params, lr=lr, foreach=True), "torch.optim.Adafactor(foreach=True)"
+    if name in ("adamw-8bit", "lion"):
+        try:
+            import bitsandbytes as bnb
+        except ImportError:
+            raise ProbeFailure("missing_package", "%s needs bitsandbytes (pip install bitsandbytes)" % name)
+        if device_type != "cuda":
+            raise ProbeFailure("unsupported_scenario", "%s (bitsandbytes) runs on CUDA only; use --device cuda" % name)
+        if name == "adamw-8bit":
+            return bnb.optim.AdamW8bit(params, lr=lr), "bitsandbytes.optim.AdamW8bit"
+        return bnb.optim.Lion(params, lr=lr), "bitsandbytes.optim.Lion"
+    raise ProbeFailure("unsupported_scenario", "optimizer: unknown %r" % name)
+
+
+def optimizer_state_bytes(torch, opt):
+    """Bytes of the optimizer's state tensors, moments apart from the scalar step counters."""
+    seen = set()
+    states = 0
+    steps = 0
+    for st in opt.state.values():
+        for key, v in st.items():
+            if not isinstance(v, torch.Tensor):
+                continue
+            k = storage_key(v)
+            if k in seen:
+                continue
+            seen.add(k)
+            if key == "step":
+                steps += v.untyped_storage().nbytes()
+            else:
+                states += v.untyped_storage().nbytes()
+    return states, steps
+
+
+def dtype_breakdown(model):
+    out = {}
+    for p in model.parameters():
+        key = str(p.dtype).replace("torch.", "")
+        out[key] = out.get(key, 0) + p.numel()
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The runs
+# --------------------------------------------------------------------------------------------------
+
+def forward_kwargs(model, head, ids, labels):
+    kw = {"input_ids": ids}
+    if labels is not None:
+        kw["labels"] = ids
+    if head != "masked-lm":
+        kw["use_cache"] = False
+    return kw
+
+
+def run_train(torch, model, head, scenario, device, tracker, measured, autocast):
+    b, s = int(scenario["batch"]), int(scenario["seq_len"])
+    params = [p for p in model.parameters() if p.requires_grad]
+    trainable_bytes = sum(p.numel() * p.element_size() for p in params)
+    measured["trainable_bytes"] = trainable_bytes
+    opt, impl = make_optimizer(torch, scenario.get("optimizer", "adamw"), params, device.type)
+    measured["optimizer_impl"] = impl
+    scaler = None
+    if scenario.get("mixed_precision") == "fp16":
+        scaler = torch.amp.GradScaler(device.type)
+    vocab = int(model.config.get_text_config().vocab_size if hasattr(model.config, "get_text_config")
+                else model.config.vocab_size)
+    ids = None
+    for step in (1, 2):
+        sfx = "" if step == 1 else "_2"
+        with tracker.phase("forward" + sfx):
+            if ids is None:
+                g = torch.Generator(device="cpu").manual_seed(0)
+                ids = torch.randint(0, vocab, (b, s), generator=g).to(device)
+                measured["input_bytes"] = ids.untyped_storage().nbytes()
+            with autocast():
+                out = model(**forward_kwargs(model, head, ids, ids))
+            loss = out.loss
+            del out  # as HF Trainer's compute_loss: only the loss lives on
+        with tracker.phase("backward" + sfx):
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            del loss
+            if step == 1:
+                measured["gradients_bytes"] = unique_storage_bytes(p.grad for p in params)
+        with tracker.phase("optimizer" + sfx):
+            if scaler is not None:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            if step == 1:
+                states, steps = optimizer_state_bytes(torch, opt)
+                measured["optimizer_bytes"] = states
+                measured["optimizer_step_bytes"] = steps
+            opt.zero_grad(set_to_none=True)
+
+
+def run_infer(torch, model, head, scenario, device, tracker, measured, autocast):
+    import inspect
+    if head != "causal-lm":
+        raise ProbeFailure("unsupported_scenario", "inference is measured for causal LMs; this config "
+                           "builds a %s model" % head)
+    b, s = int(scenario["batch"]), int(scenario["seq_len"])
+    keep = int(scenario.get("logits_to_keep", 1))
+    vocab = int(model.config.vocab_size)
+    accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+    kw = {"use_cache": True}
+    if accepts_keep:
+        kw["logits_to_keep"] = keep
+    with torch.no_grad():
+        with tracker.phase("prefill"):
+            g = torch.Generator(device="cpu").manual_seed(0)
+            ids = torch.randint(0, vocab, (b, s), generator=g).to(device)
+            measured["input_bytes"] = ids.untyped_storage().nbytes()
+            with autocast():
+                out = model(input_ids=ids, **kw)
+            # as generate(): an fp32 copy of the last position's logits, greedy choice
+            nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
+            cache = out.past_key_values
+            del out
+            measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch))
+        with tracker.phase("decode"):
+            with autocast():
+                out = model(input_ids=nxt, past_key_values=cache, **kw)
+            nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
+            cache = out.past_key_values
+            del out
+            measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
+    if not accepts_keep:
+        measured.setdefault("notes", []).append("forward has no logits_to_keep: logits of all positions")
+
+
+def environment(torch, transformers):
+    env = {
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__ if transformers is not None else None,
+        "peft": module_version("peft"),
+        "accelerate": module_version("accelerate"),
+        "bitsandbytes": module_version("bitsandbytes"),
+        "cuda_runtime": torch.version.cuda,
+        "torch_threads": torch.get_num_threads(),
+    }
+    return env
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
+def resolve_device(torch, name):
+    if name == "cpu":
+        return torch.device("cpu"), {"kind": "cpu", "index": None, "name": cpu_name(),
+                                     "total_bytes": None, "driver": None}
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ProbeFailure("no_cuda", "torch %s sees no CUDA device (torch.cuda.is_available() is "
+                               "False%s); use --device cpu for exact CPU numbers"
+                               % (torch.__version__, "" if torch.version.cuda else ": this torch is a CPU-only build"))
+        dev = torch.device(name)
+        index = dev.index if dev.index is not None else 0
+        if index >= torch.cuda.device_count():
+            raise ProbeFailure("no_cuda", "--device %s: only %d CUDA device(s) visible"
+                               % (name, torch.cuda.device_count()))
+        dev = torch.device("cuda", index)
+        props = torch.cuda.get_device_properties(index)
+        return dev, {"kind": "cuda", "index": index, "name": props.name,
+                     "total_bytes": int(props.total_memory), "driver": None}
+    raise ProbeFailure("unsupported_scenario", "--device: expected cpu, cuda or cuda:N, found %r" % name)
+
+
+def is_oom(torch, e):
+    if isinstance(e, getattr(torch, "OutOfMemoryError", ())) or \
+            isinstance(e, getattr(torch.cuda, "OutOfMemoryError", ())):
+        return True
+    msg = str(e)
+    return isinstance(e, (RuntimeError, MemoryError)) and (
+        "out of memory" in msg.lower() or "can't allocate memory" in msg.lower()
+        or isinstance(e, MemoryError))
+
+
+def measure(args):
+    notes = []
+    doc = {"probe_version": PROBE_VERSION, "status": "ok", "notes": notes}
+    torch = import_torch()
+    doc["environment"] = environment(torch, None)
+    transformers = import_transformers()
+    doc["environment"] = environment(torch, transformers)
+    scenario = json.loads(args["scenario"])
+    check_scenario(scenario)
+    device, dev_info = resolve_device(torch, args["device"])
+    doc["device"] = dev_info
+    config, model_type = load_config(transformers, args["config"], notes)
+    mode = scenario.get("mode", "train")
+    mp = scenario.get("mixed_precision", "none")
+    if mp != "none" and scenario.get("dtype") != "fp32":
+        notes.append("autocast over %s parameters (mixed precision normally keeps fp32 master weights)"
+                     % scenario.get("dtype"))
+
+    def autocast():
+        if mp == "none":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=device.type, dtype=torch_dtype(torch, mp))
+
+    measured = {}
+    doc["measured"] = measured
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.cuda.init()
+        tracker = CudaTracker(torch, device)
+        dev_info["driver"] = tracker.nvml.driver
+    else:
+        tracker = CpuTracker(torch)
+    measured["counting"] = tracker.counting
+    phase_name = "load"
+    try:
+        progress("building %s (%s) on %s" % (model_type, mode, device))
+        with tracker.phase("load"):
+            model, head = build_model(torch, transformers, config, scenario, device, notes)
+            lora = scenario.get("lora")
+            peft_counts = None
+            if lora:
+                if mode != "train":
+                    raise ProbeFailure("unsupported_scenario", "LoRA is measured in training mode")
+                if scenario.get("grad_checkpointing"):
+                    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                model, trainable, total, peft_version = apply_lora(model, lora, notes)
+                peft_counts = (trainable, total)
+            elif mode == "train" and scenario.get("grad_checkpointing"):
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if mode == "train":
+                model.train()
+            else:
+                model.eval()
+        params = list(model.parameters())
+        seen = set()
+        measured["weights_bytes"] = unique_storage_bytes(params, seen)
+        measured["buffers_bytes"] = unique_storage_bytes(list(model.buffers()), seen)
+        measured["total_params"] = sum(p.numel() for p in params)
+        measured["trainable_params"] = sum(p.numel() for p in params if p.requires_grad) if mode == "train" else 0
+        if peft_counts is not None:
+            measured["trainable_params_peft"] = peft_counts[0]
+            measured["total_params_peft"] = peft_counts[1]
+        doc["model"] = {
+            "class": type(model).__name__,
+            "model_type": model_type,
+            "head": head,
+            "attn_implementation": getattr(getattr(model, "config", None), "_attn_implementation", None),
+            "param_dtypes": dtype_breakdown(model),
+            "gradient_checkpointing": bool(getattr(model, "is_gradient_checkpointing", False)),
+        }
+        if mode == "train":
+            # the live bytes go through the phases; the name of the failing one is in tracker
+            runner = run_train
+        else:
+            runner = run_infer
+        orig_phase = tracker.phase
+
+        @contextlib.contextmanager
+        def named_phase(name):
+            nonlocal phase_name
+            phase_name = name
+            with orig_phase(name):
+                yield
+        tracker.phase = named_phase
+        runner(torch, model, head, scenario, device, tracker, measured, autocast)
+        measured["trainable_bytes"] = measured.get("trainable_bytes", 0)
+        measured["phases"] = tracker.finish()
+    except Exception as e:
+        if not isinstance(e, ProbeFailure) and is_oom(torch, e):
+            allocated = tracker.allocated_now()
+            peak = tracker.peak_now() if hasattr(tracker, "peak_now") else None
+            records = tracker.finish(failed_phase=phase_name)
+            measured["phases"] = records
+            if allocated is None:
+                for r in records:
+                    if r["name"] == phase_name:
+                        allocated, peak = r["allocated_bytes"], r["peak_allocated_bytes"]
+            doc["status"] = "oom"
+            doc["error"] = {
+                "kind": "oom",
+                "phase": phase_name,
+                "allocated_bytes": allocated,
+                "peak_allocated_bytes": peak,
+                "message": "does not fit: OOM in phase %s after %.2f GiB"
+                           % (phase_name, (peak or allocated or 0) / GIB),
+                "detail": str(e).splitlines()[0] if str(e) else type(e).__name__,
+            }
+            return doc
+        with contextlib.suppress(Exception):
+            tracker.finish(failed_phase=phase_name)
+        raise
+    return doc
+
+
+def self_test():
+    """Tracker validation on tensors of known size (the Rust test asserts the numbers)."""
+    torch = import_torch()
+    tracker = CpuTracker(torch)
+    with tracker.phase("operands"):
+        a = torch.empty(64, 32, dtype=torch.float32)   # 8192 B
+        b = torch.empty(32, 16, dtype=torch.float32)   # 2048 B
+    with tracker.phase("matmul"):
+        c = a @ b                                      # 4096 B
+    with tracker.phase("views"):
+        v = a[:10]                                     # view: 0 B
+        w = a.view(32, 64)                             # view: 0 B
+    with tracker.phase("free"):
+        del c                                          # -4096 B
+        d = a.t().contiguous()                         # +8192 B
+        e = torch.empty(1000, dtype=torch.bfloat16)    # +2000 B
+        del e                                          # -2000 B
+    records = tracker.finish()
+    del v, w, d
+    return {"probe_version": PROBE_VERSION, "status": "ok", "self_test": records,
+            "environment": environment(torch, None)}
+
+
+def parse_args(argv):
+    args = {"device": "cpu"}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--self-test":
+            args["self_test"] = True
+            i += 1
+        elif a in ("--config", "--scenario", "--device") and i + 1 < len(argv):
+            args[a[2:]] = argv[i + 1]
+            i += 2
+        else:
+            raise ProbeFailure("usage", "unknown probe argument %r" % a)
+    if not args.get("self_test") and ("config" not in args or "scenario" not in args):
+        raise ProbeFailure("usage", "the probe needs --config PATH and --scenario JSON")
+    return args
+
+
+def main(argv):
+    t0 = time.perf_counter()
+    try:
+        args = parse_args(argv)
+        doc = self_test() if args.get("self_test") else measure(args)
+    except ProbeFailure as e:
+        doc = {"probe_version": PROBE_VERSION, "status": "error",
+               "error": {"kind": e.kind, "message": e.message}}
+    except Exception as e:  # an unexpected failure: still one JSON answer, with the traceback on stderr
+        traceback.print_exc(file=sys.stderr)
+        first = str(e).splitlines()[0] if str(e) else ""
+        doc = {"probe_version": PROBE_VERSION, "status": "error",
+               "error": {"kind": "probe_error", "message": "%s: %s" % (type(e).__name__, first)}}
+    doc["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    sys.stdout.write(json.dumps(doc) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

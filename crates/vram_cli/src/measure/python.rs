@@ -1,0 +1,130 @@
+//! Finding a Python and running the embedded probe (probe/probe.py) in it.
+//!
+//! Interpreter order: `--python PATH`, then `$VRAM_PYTHON`, then the venv that
+//! `scripts/python-env.sh` creates at `${VRAM_VENV:-$HOME/.cache/vram/venv}` if it exists, then
+//! `python3` on the PATH. The probe is written to the interpreter's standard input (`python -`), so
+//! nothing is unpacked to disk.
+
+use anyhow::Context;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The probe's source, embedded at build time.
+pub const PROBE_SOURCE: &str = include_str!("../../probe/probe.py");
+
+/// Where `scripts/python-env.sh` puts the venv.
+pub fn default_venv() -> Option<PathBuf> {
+    if let Some(v) = std::env::var_os("VRAM_VENV") {
+        return Some(PathBuf::from(v));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/vram/venv"))
+}
+
+/// The interpreter to run, and how it was chosen (for messages).
+pub fn choose_python(explicit: Option<&Path>) -> (PathBuf, &'static str) {
+    if let Some(p) = explicit {
+        return (p.to_path_buf(), "--python");
+    }
+    if let Some(p) = std::env::var_os("VRAM_PYTHON").filter(|p| !p.is_empty()) {
+        return (PathBuf::from(p), "$VRAM_PYTHON");
+    }
+    if let Some(venv) = default_venv() {
+        let py = venv.join("bin/python");
+        if py.is_file() {
+            return (py, "the vram venv");
+        }
+    }
+    (PathBuf::from("python3"), "python3 on the PATH")
+}
+
+/// What the probe printed.
+#[derive(Debug)]
+pub struct ProbeRun {
+    /// Its standard output (one JSON document when it ran).
+    pub stdout: String,
+    /// Its stderr lines that were not progress lines (the last 40), for error messages.
+    pub stderr_tail: Vec<String>,
+    /// Exit status code (None when killed by a signal).
+    pub code: Option<i32>,
+}
+
+/// Runs the probe with `args`, echoing its progress lines to our stderr as they come.
+pub fn run_probe(
+    python: &Path,
+    chosen_by: &str,
+    args: &[String],
+    verbose: bool,
+) -> anyhow::Result<ProbeRun> {
+    let mut child = Command::new(python)
+        .arg("-")
+        .args(args)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot run {} ({chosen_by}): {e}; install Python 3 with torch and transformers \
+                 (scripts/python-env.sh creates a venv vram finds by itself) or pass --python PATH",
+                python.display()
+            )
+        })?;
+    {
+        let mut stdin = child.stdin.take().context("probe stdin")?;
+        stdin
+            .write_all(PROBE_SOURCE.as_bytes())
+            .with_context(|| format!("writing the probe to {}", python.display()))?;
+    }
+    let mut stdout_pipe = child.stdout.take().context("probe stdout")?;
+    let out_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout_pipe.read_to_string(&mut s);
+        s
+    });
+    let stderr_pipe = child.stderr.take().context("probe stderr")?;
+    let mut tail: Vec<String> = Vec::new();
+    for line in BufReader::new(stderr_pipe).lines() {
+        let Ok(line) = line else { break };
+        if let Some(msg) = line.strip_prefix("vram-probe: ") {
+            eprintln!("  {msg}");
+        } else {
+            if verbose {
+                eprintln!("  | {line}");
+            }
+            tail.push(line);
+            if tail.len() > 40 {
+                tail.remove(0);
+            }
+        }
+    }
+    let status = child.wait().context("waiting for the probe")?;
+    let stdout = out_thread.join().unwrap_or_default();
+    Ok(ProbeRun {
+        stdout,
+        stderr_tail: tail,
+        code: status.code(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_python_wins() {
+        let (p, why) = choose_python(Some(Path::new("/opt/py/bin/python")));
+        assert_eq!(p, PathBuf::from("/opt/py/bin/python"));
+        assert_eq!(why, "--python");
+    }
+
+    #[test]
+    fn probe_is_embedded_and_declares_its_version() {
+        assert!(PROBE_SOURCE.contains(&format!(
+            "PROBE_VERSION = {}",
+            crate::measure::report::PROBE_VERSION
+        )));
+    }
+}

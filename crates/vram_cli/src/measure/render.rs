@@ -1,0 +1,172 @@
+//! The human table of `vram measure`.
+
+use super::report::{MeasureReport, Outcome};
+use vram_core::units::{format_gib, group_thousands, to_gib};
+
+/// The scenario in one line.
+fn scenario_line(r: &MeasureReport) -> String {
+    let s = &r.scenario;
+    let mode = serde_json::to_value(s.mode)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    let mut parts = vec![mode, s.dtype.name().to_string()];
+    let mp = serde_json::to_value(s.mixed_precision)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    if mp != "none" {
+        parts.push(format!("{mp} autocast"));
+    }
+    if r.measured.optimizer_impl.is_some() {
+        let o = serde_json::to_value(s.optimizer)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        parts.push(o);
+    }
+    parts.push(format!("batch {} × seq {}", s.batch, s.seq_len));
+    let attn = serde_json::to_value(s.attention)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    parts.push(attn);
+    if s.grad_checkpointing {
+        parts.push("grad checkpointing".into());
+    }
+    if let Some(l) = &s.lora {
+        parts.push(format!("LoRA r {} α {}", l.r, l.alpha));
+    }
+    parts.join(", ")
+}
+
+fn row(out: &mut String, label: &str, bytes: u64) {
+    out.push_str(&format!(
+        "  {:<22}{:>20}{:>12}\n",
+        label,
+        group_thousands(bytes),
+        format_gib(bytes)
+    ));
+}
+
+/// The report as tables: components, then phases.
+pub fn table(r: &MeasureReport) -> String {
+    let m = &r.measured;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "Model     {} ({})\n",
+        r.config.name, r.model.class
+    ));
+    if !r.config.overrides.is_empty() {
+        let o: Vec<String> = r
+            .config
+            .overrides
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        out.push_str(&format!("Overrides {}\n", o.join(", ")));
+    }
+    out.push_str(&format!("Scenario  {}\n", scenario_line(r)));
+    let counting = if m.counting == "cpu-exact" {
+        "exact live-tensor bytes (CPU allocator)"
+    } else {
+        "torch.cuda allocator statistics + NVML"
+    };
+    out.push_str(&format!(
+        "Device    {} {} — {}\n",
+        r.device.kind, r.device.name, counting
+    ));
+    out.push_str(&format!(
+        "Versions  torch {}, transformers {}{}\n\n",
+        r.environment.torch,
+        r.environment.transformers.as_deref().unwrap_or("?"),
+        r.device
+            .driver
+            .as_deref()
+            .map(|d| format!(", driver {d}"))
+            .unwrap_or_default()
+    ));
+    out.push_str(&format!("{:<24}{:>20}{:>12}\n", "Components", "bytes", ""));
+    row(&mut out, "weights", m.weights_bytes);
+    if m.buffers_bytes > 0 {
+        row(&mut out, "buffers", m.buffers_bytes);
+    }
+    if let Some(g) = m.gradients_bytes {
+        row(&mut out, "gradients", g);
+    }
+    if let Some(o) = m.optimizer_bytes {
+        row(&mut out, "optimizer states", o);
+    }
+    if let Some(k) = m.kv_cache_bytes {
+        row(&mut out, "KV cache (prefill)", k);
+    }
+    let trainable = m.trainable_params_peft.unwrap_or(m.trainable_params);
+    if trainable > 0 {
+        out.push_str(&format!(
+            "  {:<22}{:>20}  of {}\n",
+            "trainable params",
+            group_thousands(trainable),
+            group_thousands(m.total_params)
+        ));
+    }
+    out.push('\n');
+    let cuda = m.phases.iter().any(|p| p.reserved_bytes.is_some());
+    out.push_str(&format!(
+        "{:<14}{:>14}{:>16}",
+        "Phase", "allocated GiB", "peak alloc GiB"
+    ));
+    if cuda {
+        out.push_str(&format!("{:>14}{:>14}", "reserved GiB", "device GiB"));
+    }
+    out.push_str(&format!("{:>22}\n", "peak allocated bytes"));
+    for p in &m.phases {
+        out.push_str(&format!(
+            "  {:<12}{:>14.3}{:>16.3}",
+            p.name,
+            to_gib(p.allocated_bytes),
+            to_gib(p.peak_allocated_bytes)
+        ));
+        if cuda {
+            let dev = p
+                .device_bytes
+                .map(|d| format!("{:.3}", to_gib(d)))
+                .unwrap_or_else(|| "n/a".into());
+            out.push_str(&format!(
+                "{:>14.3}{:>14}",
+                to_gib(p.reserved_bytes.unwrap_or(0)),
+                dev
+            ));
+        }
+        out.push_str(&format!(
+            "{:>22}\n",
+            group_thousands(p.peak_allocated_bytes)
+        ));
+    }
+    out.push('\n');
+    match r.outcome {
+        Outcome::Ok => out.push_str(&format!(
+            "Peak allocated {} ({} B) in phase {}\n",
+            format_gib(m.peak_allocated_bytes),
+            group_thousands(m.peak_allocated_bytes),
+            m.peak_phase
+        )),
+        Outcome::DoesNotFit => {
+            if let Some(f) = &r.failure {
+                out.push_str(&format!("{}\n", f.message));
+            }
+        }
+    }
+    if let Some(p) = m.peak_reserved_bytes {
+        out.push_str(&format!("Peak reserved  {}\n", format_gib(p)));
+    }
+    if let Some(p) = m.peak_device_bytes {
+        out.push_str(&format!(
+            "Peak device (NVML, this process) {}\n",
+            format_gib(p)
+        ));
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out
+}

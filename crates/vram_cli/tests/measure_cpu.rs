@@ -1,0 +1,353 @@
+//! `vram measure --device cpu` end to end on a tiny llama (2 layers, hidden 64), asserting exact
+//! byte identities, plus the probe's tracker on tensors of known size.
+//!
+//! These need the Python venv (scripts/python-env.sh). Without it the tests print why they are
+//! skipped and pass — unless VRAM_REQUIRE_PYTHON is set (the README test command and CI set it after
+//! creating the venv), in which case a missing venv fails them.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The tiny llama: hidden 64, 2 layers, 4 heads × 16, 2 KV heads, MLP 128, vocab 1000, untied head.
+/// Parameters: embed 64,000 + per layer (q 4,096 + k 2,048 + v 2,048 + o 4,096 + gate/up/down
+/// 3 × 8,192 + 2 norms × 64 = 36,992) × 2 + final norm 64 + lm_head 64,000 = 202,048.
+const TINY: &str = r#"{"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+  "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 512,
+  "rms_norm_eps": 1e-6, "tie_word_embeddings": false, "rope_theta": 10000.0}"#;
+const TINY_PARAMS: u64 = 202_048;
+/// Parameter tensors: embed, lm_head, final norm + 9 per layer × 2.
+const TINY_PARAM_TENSORS: u64 = 21;
+/// Rotary buffers: `inv_freq` and `original_inv_freq`, head_dim / 2 = 8 fp32 values each.
+const TINY_BUFFER_BYTES: u64 = 64;
+
+/// The Python to use, or None (after printing why) when the tests should skip.
+fn python() -> Option<PathBuf> {
+    let candidate = std::env::var_os("VRAM_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            let venv = std::env::var_os("VRAM_VENV")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/vram/venv"))
+                })?;
+            Some(venv.join("bin/python"))
+        });
+    match candidate {
+        Some(p) if p.is_file() => Some(p),
+        other => {
+            let msg = format!(
+                "no Python venv for vram measure ({}); create it with scripts/python-env.sh",
+                other.map_or("HOME unset".to_string(), |p| p.display().to_string())
+            );
+            if std::env::var_os("VRAM_REQUIRE_PYTHON").is_some() {
+                panic!("VRAM_REQUIRE_PYTHON is set but {msg}");
+            }
+            println!("skipped: {msg}");
+            None
+        }
+    }
+}
+
+fn temp_config(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vram-measure-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+fn vram(args: &[&str], python: &PathBuf) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vram"))
+        .args(args)
+        .env("VRAM_PYTHON", python)
+        .output()
+        .expect("the vram binary runs")
+}
+
+/// Runs `vram measure TINY --device cpu --json - EXTRA…` and returns the report.
+fn measure(py: &PathBuf, extra: &[&str]) -> serde_json::Value {
+    let cfg = temp_config("tiny-llama.json", TINY);
+    let mut args = vec![
+        "measure",
+        cfg.to_str().expect("utf-8 path"),
+        "--device",
+        "cpu",
+        "--json",
+        "-",
+    ];
+    args.extend_from_slice(extra);
+    let out = vram(&args, py);
+    assert!(
+        out.status.success(),
+        "vram measure failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the report is JSON")
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not a byte count: {v}"))
+}
+
+fn phase<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["measured"]["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name}"))
+}
+
+#[test]
+fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
+    let Some(py) = python() else { return };
+    let mut child = Command::new(&py)
+        .args(["-", "--self-test"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(include_str!("../probe/probe.py").as_bytes())
+        .expect("probe written");
+    let out = child.wait_with_output().expect("probe ran");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = doc["self_test"].as_array().expect("self_test phases");
+    let get = |name: &str| {
+        let p = rows.iter().find(|p| p["name"] == name).expect(name);
+        (u(&p["allocated_bytes"]), u(&p["peak_allocated_bytes"]))
+    };
+    // a: 64×32 fp32 = 8,192 B; b: 32×16 = 2,048 B; a @ b: 64×16 = 4,096 B
+    assert_eq!(get("operands"), (10_240, 10_240));
+    assert_eq!(get("matmul"), (14_336, 14_336));
+    // views share a's storage: no new bytes
+    assert_eq!(get("views"), (14_336, 14_336));
+    // free c (−4,096), a contiguous transpose (+8,192), a 2,000 B bf16 tensor allocated and freed
+    assert_eq!(get("free"), (18_432, 20_432));
+}
+
+#[test]
+fn tiny_llama_fp32_adamw_has_exact_weights_gradients_and_optimizer_states() {
+    let Some(py) = python() else { return };
+    let r = measure(
+        &py,
+        &[
+            "--dtype",
+            "fp32",
+            "--mixed-precision",
+            "none",
+            "--optimizer",
+            "adamw",
+            "--seq",
+            "16",
+        ],
+    );
+    let m = &r["measured"];
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["outcome"], "ok");
+    assert_eq!(m["counting"], "cpu-exact");
+    assert_eq!(u(&m["total_params"]), TINY_PARAMS);
+    assert_eq!(u(&m["weights_bytes"]), TINY_PARAMS * 4);
+    assert_eq!(u(&m["buffers_bytes"]), TINY_BUFFER_BYTES);
+    // bytes after load = Σ numel × element_size of parameters and buffers
+    assert_eq!(
+        u(&phase(&r, "load")["allocated_bytes"]),
+        TINY_PARAMS * 4 + TINY_BUFFER_BYTES
+    );
+    // gradients = trainable bytes
+    assert_eq!(u(&m["trainable_bytes"]), TINY_PARAMS * 4);
+    assert_eq!(u(&m["gradients_bytes"]), TINY_PARAMS * 4);
+    // AdamW: exp_avg + exp_avg_sq in fp32 = 8 B per parameter; one 4 B step counter per tensor
+    assert_eq!(u(&m["optimizer_bytes"]), TINY_PARAMS * 8);
+    assert_eq!(u(&m["optimizer_step_bytes"]), TINY_PARAM_TENSORS * 4);
+    let input = u(&m["input_bytes"]);
+    assert_eq!(input, 16 * 8, "int64 input_ids, batch 1 × seq 16");
+    let load = TINY_PARAMS * 4 + TINY_BUFFER_BYTES;
+    // after backward every activation is freed: weights + input + gradients remain
+    assert_eq!(
+        u(&phase(&r, "backward")["allocated_bytes"]),
+        load + input + TINY_PARAMS * 4
+    );
+    // after the step and zero_grad(set_to_none): weights + input + states + step counters
+    let after_step = load + input + TINY_PARAMS * 8 + TINY_PARAM_TENSORS * 4;
+    assert_eq!(u(&phase(&r, "optimizer")["allocated_bytes"]), after_step);
+    assert_eq!(u(&phase(&r, "optimizer_2")["allocated_bytes"]), after_step);
+    // the steady-state backward ends with the states and the gradients live
+    assert_eq!(
+        u(&phase(&r, "backward_2")["allocated_bytes"]),
+        after_step + TINY_PARAMS * 4
+    );
+    // the headline is the largest phase peak
+    let peak = r["measured"]["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .map(|p| u(&p["peak_allocated_bytes"]))
+        .max()
+        .expect("phases");
+    assert_eq!(u(&m["peak_allocated_bytes"]), peak);
+    assert_eq!(
+        r["environment"]["transformers"]
+            .as_str()
+            .map(|s| !s.is_empty()),
+        Some(true)
+    );
+}
+
+#[test]
+fn lora_trainable_count_is_pefts_and_adapters_get_fp32_states() {
+    let Some(py) = python() else { return };
+    let r = measure(
+        &py,
+        &[
+            "--dtype",
+            "fp32",
+            "--mixed-precision",
+            "none",
+            "--seq",
+            "16",
+            "--lora-r",
+            "8",
+        ],
+    );
+    let m = &r["measured"];
+    // peft's llama default targets q_proj (64→64) and v_proj (64→32): r × (in + out) each,
+    // 8 × 128 + 8 × 96 = 1,792 per layer, 3,584 for 2 layers
+    assert_eq!(u(&m["trainable_params_peft"]), 3_584);
+    assert_eq!(u(&m["trainable_params"]), 3_584);
+    assert_eq!(u(&m["total_params_peft"]), TINY_PARAMS + 3_584);
+    assert_eq!(u(&m["weights_bytes"]), (TINY_PARAMS + 3_584) * 4);
+    assert_eq!(u(&m["gradients_bytes"]), 3_584 * 4);
+    assert_eq!(u(&m["optimizer_bytes"]), 3_584 * 8);
+}
+
+#[test]
+fn sgd_momentum_keeps_one_buffer_per_parameter() {
+    let Some(py) = python() else { return };
+    let r = measure(
+        &py,
+        &[
+            "--dtype",
+            "bf16",
+            "--optimizer",
+            "sgd-momentum",
+            "--seq",
+            "16",
+            "--set",
+            "num_hidden_layers=1",
+        ],
+    );
+    let m = &r["measured"];
+    // one layer: 202,048 − 36,992 parameters, bf16
+    let params = TINY_PARAMS - 36_992;
+    assert_eq!(u(&m["weights_bytes"]), params * 2);
+    assert_eq!(u(&m["gradients_bytes"]), params * 2);
+    assert_eq!(u(&m["optimizer_bytes"]), params * 2);
+    assert_eq!(r["config"]["overrides"]["num_hidden_layers"], 1);
+    assert_ne!(r["config"]["sha256"], r["config"]["effective_sha256"]);
+}
+
+#[test]
+fn inference_kv_cache_is_exact_after_prefill_and_decode() {
+    let Some(py) = python() else { return };
+    let r = measure(
+        &py,
+        &[
+            "--mode", "infer", "--dtype", "bf16", "--batch", "2", "--seq", "16",
+        ],
+    );
+    let m = &r["measured"];
+    assert_eq!(u(&m["weights_bytes"]), TINY_PARAMS * 2);
+    // 2 layers × (K + V) × batch 2 × 2 KV heads × 16 tokens × 16 head_dim × 2 B
+    assert_eq!(u(&m["kv_cache_bytes"]), 2 * 2 * 2 * 2 * 16 * 16 * 2);
+    assert_eq!(
+        u(&m["kv_cache_bytes_after_decode"]),
+        2 * 2 * 2 * 2 * 17 * 16 * 2
+    );
+    let names: Vec<&str> = m["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["load", "prefill", "decode"]);
+    // after prefill: weights + buffers + input_ids + KV cache + the next token (batch × int64)
+    assert_eq!(
+        u(&phase(&r, "prefill")["allocated_bytes"]),
+        TINY_PARAMS * 2 + TINY_BUFFER_BYTES + 2 * 16 * 8 + 8_192 + 2 * 8
+    );
+}
+
+#[test]
+fn no_cuda_device_is_one_clear_error_with_exit_code_2() {
+    let Some(py) = python() else { return };
+    if std::path::Path::new("/proc/driver/nvidia").exists() {
+        println!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let cfg = temp_config("tiny-cuda.json", TINY);
+    let out = vram(
+        &["measure", cfg.to_str().expect("utf-8"), "--device", "cuda"],
+        &py,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("no CUDA device"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_python_that_is_not_there_or_prints_nothing_is_an_error_not_a_panic() {
+    let cfg = temp_config("tiny-nopy.json", TINY);
+    for (python, needle) in [
+        ("/nonexistent/python3", "cannot run"),
+        ("/bin/false", "printed no report"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_vram"))
+            .args(["measure", cfg.to_str().expect("utf-8"), "--python", python])
+            .output()
+            .expect("vram runs");
+        assert_eq!(out.status.code(), Some(2), "{python}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: ") && last.contains(needle),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn multi_gpu_scenarios_are_refused_before_python_starts() {
+    let cfg = temp_config("tiny-zero.json", TINY);
+    let out = Command::new(env!("CARGO_BIN_EXE_vram"))
+        .args([
+            "measure",
+            cfg.to_str().expect("utf-8"),
+            "--gpus",
+            "2",
+            "--zero",
+            "3",
+            "--python",
+            "/nonexistent",
+        ])
+        .output()
+        .expect("vram runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("estimate-only: --gpus 2, --zero 3"), "{err}");
+}

@@ -1,0 +1,598 @@
+//! The inference memory model: weights by format, the KV cache per architecture and engine, the
+//! prefill and decode peaks, vLLM serving capacity, and solvers. Formulas and sources:
+//! docs/formulas/inference.md.
+//!
+//! Two engine profiles:
+//! - `transformers`: HF transformers 5 `model(...)` / `generate` with `DynamicCache`: phases load →
+//!   prefill of `seq_len` tokens at `batch` → one decode step, in tensor bytes
+//!   (`torch.cuda.max_memory_allocated`), as `vram measure` reports them.
+//! - `vllm`: vLLM v1 (v0.19 constants) on the serving GPU: weights per GPU, the KV pool it
+//!   pre-allocates, the profiled activation peak; the scenario's `batch × seq_len` occupies pages.
+
+pub mod activations;
+pub mod format;
+pub mod gguf;
+pub mod kv_cache;
+pub mod solve;
+pub mod vllm;
+pub mod weights;
+
+use crate::error::ScenarioError;
+use crate::report::{DeviceOverheads, Phase, Term};
+use crate::scenario::{AttentionImpl, Dtype, Engine, Scenario};
+use crate::spec::{ModelKind, ModelSpec};
+use crate::units::group_thousands;
+use activations::{forward_peak, ForwardShape};
+use format::{format_from_config, parse_weight_format, WeightFormat};
+use kv_cache::{parse_kv_dtype, KvDtype, KvLayout, Moment};
+use serde::{Deserialize, Serialize};
+pub use solve::{max_batch, max_context};
+pub use vllm::ServingEstimate;
+pub use weights::WeightsBreakdown;
+
+/// Which engine behaviour the numbers model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineProfile {
+    /// `transformers` or `vllm`.
+    pub engine: Engine,
+    /// One line on what is modelled.
+    pub description: String,
+    /// KV cache element type.
+    pub kv_dtype: KvDtype,
+    /// vLLM page size in tokens (none for transformers).
+    pub block_size: Option<u64>,
+    /// How sliding-window layers are cached by this engine.
+    pub sliding_window_cache: String,
+    /// How MLA is cached by this engine (MLA models only).
+    pub mla_cache: Option<String>,
+}
+
+/// The inference budget (`infer` in `vram estimate --json`; keys documented in docs/cli.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InferEstimate {
+    /// Engine profile used.
+    pub engine: EngineProfile,
+    /// Weight format name (`bf16`, `nf4`, `q4_k_m`, ...).
+    pub weights_format: String,
+    /// Where the format came from: `scenario`, `quantization_config`, or `dtype`.
+    pub weights_format_source: String,
+    /// Weight bytes on the device (per GPU for vLLM).
+    pub weights_bytes: u64,
+    /// Weights by storage type and quantized/unquantized split.
+    pub weights_breakdown: WeightsBreakdown,
+    /// KV cache (and fixed state) of `batch` sequences at `seq_len` tokens, steady state (sliding
+    /// layers capped at their window; vLLM whole pages).
+    pub kv_cache_bytes: u64,
+    /// KV cache storage right after the prefill (transformers: sliding layers still hold every
+    /// prompt token; vLLM: as `kv_cache_bytes`).
+    pub kv_cache_after_prefill_bytes: u64,
+    /// KV cache storage after one decode step (`seq_len + 1` tokens).
+    pub kv_cache_after_decode_bytes: u64,
+    /// KV bytes per token of one sequence over all attention layers (below any window).
+    pub kv_bytes_per_token: u64,
+    /// Fixed state bytes per sequence (state-space layers).
+    pub state_bytes_per_sequence: u64,
+    /// Transient activations at the prefill peak (transformers) or the profiled peak (vLLM).
+    pub activations_bytes: u64,
+    /// Logits at the prefill peak (part of `activations_bytes`).
+    pub logits_bytes: u64,
+    /// Highest tensor bytes over all phases (`torch.cuda.max_memory_allocated`).
+    pub peak_allocated_bytes: u64,
+    /// Peak plus CUDA context and cuBLAS workspace (what `nvidia-smi` shows, roughly).
+    pub device_bytes: u64,
+    /// load, prefill, decode.
+    pub phases: Vec<Phase>,
+    /// Explained terms.
+    pub terms: Vec<Term>,
+    /// What vLLM would print at start-up for this model on the serving GPU.
+    pub serving: ServingEstimate,
+    /// Assumptions and caveats.
+    pub notes: Vec<String>,
+}
+
+/// The resolved weight format, compute dtype, and where the format came from.
+pub fn resolve_format(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+) -> Result<(WeightFormat, Dtype, String, Option<String>), ScenarioError> {
+    if let Some(name) = scenario.weights.as_deref() {
+        let f = parse_weight_format(name)?;
+        let compute = match f {
+            WeightFormat::Float { dtype } => dtype,
+            _ => scenario.dtype,
+        };
+        return Ok((f, compute, "scenario".into(), None));
+    }
+    match format_from_config(spec) {
+        (Some(f), _) => Ok((f, scenario.dtype, "quantization_config".into(), None)),
+        (None, note) => Ok((
+            WeightFormat::Float {
+                dtype: scenario.dtype,
+            },
+            scenario.dtype,
+            "dtype".into(),
+            note,
+        )),
+    }
+}
+
+fn phase(name: &str, allocated: u64, peak: u64, components: Vec<(&str, u64)>) -> Phase {
+    Phase {
+        name: name.into(),
+        allocated_bytes: allocated,
+        peak_allocated_bytes: peak.max(allocated),
+        components: components
+            .into_iter()
+            .filter(|(_, b)| *b > 0)
+            .map(|(k, b)| (k.to_string(), b))
+            .collect(),
+    }
+}
+
+/// Computes the inference budget of `spec` under `scenario` (`scenario.engine` picks the profile).
+pub fn estimate_inference(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+) -> Result<InferEstimate, ScenarioError> {
+    scenario.validate()?;
+    vllm::validate(&scenario.serving)?;
+    let (format, compute, format_source, format_note) = resolve_format(spec, scenario)?;
+    let mut notes: Vec<String> = format_note.into_iter().collect();
+    let apply_skips = format_source == "quantization_config";
+    let w = weights::weights(spec, &format, compute, apply_skips);
+    let kv_dtype = parse_kv_dtype(scenario.kv_dtype.as_deref(), scenario.engine, compute)?;
+    let flash = scenario.attention == AttentionImpl::Flash;
+    let b = scenario.batch;
+    let s = scenario.seq_len;
+    let enc_dec = spec.kind == ModelKind::EncoderDecoder;
+    let encoder_tokens = if enc_dec { s } else { 0 };
+
+    let tp = scenario.serving.tensor_parallel_size.max(1);
+    let vllm_layout = KvLayout::new(
+        spec,
+        Engine::Vllm,
+        vllm_kv(kv_dtype, compute),
+        compute,
+        tp,
+        flash,
+    );
+    let serving = vllm::serving(spec, &scenario.serving, &w, &vllm_layout, compute, s);
+
+    let layout = match scenario.engine {
+        Engine::Vllm => vllm_layout.clone(),
+        Engine::Transformers => {
+            KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
+        }
+    };
+    let kv_steady = layout.bytes(b, s, encoder_tokens, Moment::Steady);
+    let mut terms = vec![weights::weights_term(&format, &w, compute)];
+    let (full, sliding, state) = layout.layer_counts();
+    terms.push(kv_term(
+        &layout,
+        b,
+        s,
+        encoder_tokens,
+        kv_steady,
+        (full, sliding, state),
+    ));
+
+    if matches!(format, WeightFormat::Mxfp4) && scenario.engine == Engine::Transformers {
+        notes.push("transformers keeps MXFP4 experts packed only with the triton kernels (Hopper and newer); otherwise it dequantizes them to bf16 on load".into());
+    }
+    if let WeightFormat::Gguf { .. } = format {
+        notes.push(format!(
+            "GGUF sizes are the file's tensor data as llama.cpp loads it; llama.cpp keeps token_embd ({} B) in host memory",
+            group_thousands(w.host_resident_bytes)
+        ));
+    }
+    if spec.kind == ModelKind::EncoderOnly {
+        notes.push("encoder-only model: no KV cache; prefill is one forward pass".into());
+    }
+
+    let sliding_desc = match scenario.engine {
+        Engine::Transformers => "DynamicSlidingWindowLayer keeps a view of the last window − 1 tokens: after prefill the storage of all prompt tokens stays alive, from the first decode step min(tokens + 1, window)".to_string(),
+        Engine::Vllm => format!("pages outside the window are freed: at most ⌈(window − 1)/{}⌉ + 1 pages per sequence", layout.block_size.unwrap_or(16)),
+    };
+    let profile = EngineProfile {
+        engine: scenario.engine,
+        description: match scenario.engine {
+            Engine::Transformers => format!(
+                "HF transformers 5 DynamicCache, {:?} attention, tensor bytes (max_memory_allocated)",
+                scenario.attention
+            ),
+            Engine::Vllm => format!(
+                "vLLM v1 (v0.19 constants), paged KV in blocks of {} tokens, TP {tp}",
+                serving.block_size
+            ),
+        },
+        kv_dtype,
+        block_size: layout.block_size,
+        sliding_window_cache: sliding_desc,
+        mla_cache: layout.mla_storage.clone(),
+    };
+
+    let est = match scenario.engine {
+        Engine::Transformers => transformers_phases(
+            spec,
+            scenario,
+            compute,
+            &format,
+            &w,
+            &layout,
+            encoder_tokens,
+            overheads,
+            &mut terms,
+        ),
+        Engine::Vllm => vllm_phases(&serving, kv_steady, &mut terms),
+    };
+    Ok(InferEstimate {
+        engine: profile,
+        weights_format: format.name(),
+        weights_format_source: format_source,
+        weights_bytes: match scenario.engine {
+            Engine::Vllm => serving.weights_per_gpu_bytes,
+            Engine::Transformers => w.total_bytes,
+        },
+        weights_breakdown: w,
+        kv_cache_bytes: kv_steady,
+        kv_cache_after_prefill_bytes: est.kv_after_prefill.unwrap_or(kv_steady),
+        kv_cache_after_decode_bytes: est.kv_after_decode.unwrap_or(kv_steady),
+        kv_bytes_per_token: layout.bytes_per_token(),
+        state_bytes_per_sequence: layout.state_bytes_per_sequence(),
+        activations_bytes: est.activations,
+        logits_bytes: est.logits,
+        peak_allocated_bytes: est.peak,
+        device_bytes: est.device,
+        phases: est.phases,
+        terms,
+        serving,
+        notes,
+    })
+}
+
+fn vllm_kv(kv: KvDtype, compute: Dtype) -> KvDtype {
+    match kv {
+        KvDtype::Int8 | KvDtype::Int4 => match compute {
+            Dtype::Fp32 => KvDtype::Fp32,
+            Dtype::Bf16 => KvDtype::Bf16,
+            Dtype::Fp16 => KvDtype::Fp16,
+        },
+        other => other,
+    }
+}
+
+fn kv_term(
+    layout: &KvLayout,
+    b: u64,
+    s: u64,
+    enc: u64,
+    bytes: u64,
+    (full, sliding, state): (u64, u64, u64),
+) -> Term {
+    let mut parts = vec![format!(
+        "{} B/token ({} full + {} sliding layers, {}) × {} tokens × batch {}",
+        group_thousands(layout.bytes_per_token()),
+        full,
+        sliding,
+        layout.kv_dtype.name(),
+        group_thousands(s),
+        b
+    )];
+    if sliding > 0 {
+        parts.push("sliding layers capped at their window".into());
+    }
+    if let Some(bs) = layout.block_size {
+        parts.push(format!("rounded to pages of {bs} tokens"));
+    }
+    if state > 0 {
+        parts.push(format!(
+            "{} state layers: {} B per sequence",
+            state,
+            group_thousands(layout.state_bytes_per_sequence())
+        ));
+    }
+    if enc > 0 {
+        parts.push(format!(
+            "cross-attention {} B/encoder token × {} tokens",
+            group_thousands(layout.cross_bytes_per_token()),
+            group_thousands(enc)
+        ));
+    }
+    Term {
+        key: "kv_cache".into(),
+        bytes,
+        formula: format!("{} = {} B", parts.join("; "), group_thousands(bytes)),
+        source: layout
+            .mla_storage
+            .clone()
+            .unwrap_or_else(|| "2 × kv_heads × head_dim × dtype per token and layer; transformers cache_utils DynamicLayer/DynamicSlidingWindowLayer; vLLM kv_cache_interface specs".into()),
+    }
+}
+
+struct PhaseTotals {
+    kv_after_prefill: Option<u64>,
+    kv_after_decode: Option<u64>,
+    activations: u64,
+    logits: u64,
+    peak: u64,
+    device: u64,
+    phases: Vec<Phase>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn transformers_phases(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    compute: Dtype,
+    format: &WeightFormat,
+    w: &WeightsBreakdown,
+    layout: &KvLayout,
+    encoder_tokens: u64,
+    overheads: &DeviceOverheads,
+    terms: &mut Vec<Term>,
+) -> PhaseTotals {
+    let b = scenario.batch;
+    let s = scenario.seq_len;
+    let a = compute.bytes();
+    let enc_dec = spec.kind == ModelKind::EncoderDecoder;
+    let weights_bytes = w.total_bytes;
+    // Load: bitsandbytes quantizes each tensor on the device from its 16-bit copy.
+    let load_transient = match format {
+        WeightFormat::BnbInt8 | WeightFormat::Bnb4 { .. } => w.largest_tensor_compute_bytes,
+        _ => 0,
+    };
+    let prefill_shape = ForwardShape {
+        batch: b,
+        tokens: s,
+        kv_len: s,
+        act_bytes: a,
+        attention: scenario.attention,
+        logits_to_keep: scenario.logits_to_keep,
+    };
+    let mut fwd = forward_peak(spec, &prefill_shape);
+    if enc_dec {
+        // The decoder's first step is one token; the encoder pass dominates, no logits over the prompt.
+        fwd.logits_bytes = b.saturating_mul(spec.vocab_size).saturating_mul(a);
+    }
+    let (kv_prefill, kv_decode_before) = if enc_dec {
+        let k = layout.bytes(b, 1, encoder_tokens, Moment::AfterPrefill);
+        (k, k)
+    } else {
+        let k = layout.bytes(b, s, 0, Moment::AfterPrefill);
+        (k, k)
+    };
+    let prefill_act = fwd.total();
+    let prefill_peak = weights_bytes
+        .saturating_add(kv_prefill)
+        .saturating_add(prefill_act);
+    let prefill_end = weights_bytes
+        .saturating_add(kv_prefill)
+        .saturating_add(fwd.logits_bytes);
+
+    // Decode: one token against the cache; torch.cat holds one layer's old and new K (or V).
+    let decode_len = if enc_dec { 2 } else { s.saturating_add(1) };
+    let decode_shape = ForwardShape {
+        batch: b,
+        tokens: 1,
+        kv_len: decode_len,
+        act_bytes: a,
+        attention: scenario.attention,
+        logits_to_keep: 1,
+    };
+    let dec = forward_peak(spec, &decode_shape);
+    let cat_copy = layout.largest_layer_half_bytes(b, if enc_dec { 1 } else { s });
+    let dequant = match layout.kv_dtype {
+        KvDtype::Int8 | KvDtype::Int4 => {
+            // QuantizedCache dequantizes one layer's whole K and V to the compute dtype per step.
+            let per_layer = layout.layers.len().max(1) as u64;
+            let full = KvLayout {
+                kv_dtype: match compute {
+                    Dtype::Fp32 => KvDtype::Fp32,
+                    Dtype::Bf16 => KvDtype::Bf16,
+                    Dtype::Fp16 => KvDtype::Fp16,
+                },
+                ..layout.clone()
+            };
+            full.bytes(b, s, 0, Moment::Steady) / per_layer
+        }
+        _ => 0,
+    };
+    let kv_after_decode = if enc_dec {
+        layout.bytes(b, 2, encoder_tokens, Moment::Steady)
+    } else {
+        layout.bytes(b, s.saturating_add(1), 0, Moment::Steady)
+    };
+    let decode_peak = weights_bytes
+        .saturating_add(kv_decode_before)
+        .saturating_add(cat_copy.max(dequant))
+        .saturating_add(dec.total());
+    let decode_end = weights_bytes
+        .saturating_add(kv_after_decode)
+        .saturating_add(dec.logits_bytes);
+
+    let load_peak = weights_bytes.saturating_add(load_transient);
+    let peak = load_peak.max(prefill_peak).max(decode_peak);
+    let device = peak
+        .saturating_add(overheads.cuda_context_bytes)
+        .saturating_add(overheads.workspace_bytes);
+
+    terms.push(Term {
+        key: "activations".into(),
+        bytes: prefill_act,
+        formula: format!(
+            "prefill of {} × {} tokens: max(largest layer #{} {} B, final hidden {} B + logits {} B) + mask {} B + rotary cos/sin {} B = {} B",
+            b,
+            group_thousands(s),
+            fwd.layer_index,
+            group_thousands(fwd.layer_bytes),
+            group_thousands(fwd.final_hidden_bytes),
+            group_thousands(fwd.logits_bytes),
+            group_thousands(fwd.mask_bytes),
+            group_thousands(fwd.rope_bytes),
+            group_thousands(prefill_act)
+        ),
+        source: "transformers 5 modeling_*.py forward without grad: residual + normed input + q/k/v/rotary, gated MLP act·up (3I), eager scores 8 B/element (matmul, mask add, fp32 softmax, cast)".into(),
+    });
+    if fwd.eager_scores_bytes > 0 {
+        terms.push(Term {
+            key: "eager_scores".into(),
+            bytes: fwd.eager_scores_bytes,
+            formula: format!(
+                "batch {b} × heads × {} × {} × 8 B = {} B (inside activations)",
+                group_thousands(s),
+                group_thousands(s),
+                group_thousands(fwd.eager_scores_bytes)
+            ),
+            source: "transformers eager_attention_forward: matmul·scaling, + mask, softmax(dtype=float32).to(dtype)".into(),
+        });
+    }
+    if fwd.moe_routing_bytes > 0 {
+        terms.push(Term {
+            key: "moe_routing".into(),
+            bytes: fwd.moe_routing_bytes,
+            formula: format!(
+                "router logits + fp32 softmax (T × E) + top-k weights/indices + int64 one-hot expert mask (E × k × T) = {} B (inside activations)",
+                group_thousands(fwd.moe_routing_bytes)
+            ),
+            source: "transformers 5 MoE experts loop (one_hot(top_k_index).permute)".into(),
+        });
+    }
+    terms.push(Term {
+        key: "logits".into(),
+        bytes: fwd.logits_bytes,
+        formula: format!(
+            "batch {b} × {} positions × vocab {} × {a} B = {} B",
+            if scenario.logits_to_keep == 0 {
+                group_thousands(s)
+            } else {
+                scenario.logits_to_keep.min(s).to_string()
+            },
+            group_thousands(spec.vocab_size),
+            group_thousands(fwd.logits_bytes)
+        ),
+        source:
+            "transformers *ForCausalLM.forward(logits_to_keep): lm_head on the kept positions only"
+                .into(),
+    });
+    terms.push(Term {
+        key: "decode_transient".into(),
+        bytes: cat_copy.max(dequant),
+        formula: format!(
+            "torch.cat keeps one layer's old K and the grown copy: {} B{}",
+            group_thousands(cat_copy),
+            if dequant > 0 {
+                format!(
+                    "; QuantizedCache dequantized layer {} B",
+                    group_thousands(dequant)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        source: "transformers cache_utils DynamicLayer.update (torch.cat)".into(),
+    });
+    terms.push(Term {
+        key: "cuda_context".into(),
+        bytes: overheads
+            .cuda_context_bytes
+            .saturating_add(overheads.workspace_bytes),
+        formula: format!(
+            "CUDA context {} B + cuBLAS workspace {} B (device total only)",
+            group_thousands(overheads.cuda_context_bytes),
+            group_thousands(overheads.workspace_bytes)
+        ),
+        source: "DeviceOverheads defaults (docs/formulas.md §Overheads)".into(),
+    });
+    PhaseTotals {
+        kv_after_prefill: Some(kv_prefill),
+        kv_after_decode: Some(kv_after_decode),
+        activations: prefill_act,
+        logits: fwd.logits_bytes,
+        peak,
+        device,
+        phases: vec![
+            phase(
+                "load",
+                weights_bytes,
+                load_peak,
+                vec![
+                    ("weights", weights_bytes),
+                    ("quantize_on_load", load_transient),
+                ],
+            ),
+            phase(
+                "prefill",
+                prefill_end,
+                prefill_peak,
+                vec![
+                    ("weights", weights_bytes),
+                    ("kv_cache", kv_prefill),
+                    ("activations", prefill_act),
+                ],
+            ),
+            phase(
+                "decode",
+                decode_end,
+                decode_peak,
+                vec![
+                    ("weights", weights_bytes),
+                    ("kv_cache", kv_decode_before),
+                    ("cache_growth", cat_copy.max(dequant)),
+                    ("activations", dec.total()),
+                ],
+            ),
+        ],
+    }
+}
+
+fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Vec<Term>) -> PhaseTotals {
+    let w = serving.weights_per_gpu_bytes;
+    let act = serving.activation_peak_bytes;
+    let pool = serving.kv_pool_bytes;
+    let peak = w.saturating_add(pool).saturating_add(act);
+    terms.push(Term {
+        key: "activations".into(),
+        bytes: act,
+        formula: serving
+            .terms
+            .iter()
+            .find(|t| t.key == "serving.activation_peak")
+            .map(|t| t.formula.clone())
+            .unwrap_or_default(),
+        source: "vLLM profile_run (see serving.activation_peak)".into(),
+    });
+    terms.push(Term {
+        key: "kv_pool".into(),
+        bytes: pool,
+        formula: format!(
+            "vLLM pre-allocates the whole pool ({} B); this scenario's sequences occupy {} B of it",
+            group_thousands(pool),
+            group_thousands(kv_steady)
+        ),
+        source: "vLLM v1 KV cache allocation".into(),
+    });
+    PhaseTotals {
+        kv_after_prefill: None,
+        kv_after_decode: None,
+        activations: act,
+        logits: 0,
+        peak,
+        device: peak.saturating_add(serving.non_torch_bytes),
+        phases: vec![
+            phase("load", w, w, vec![("weights", w)]),
+            phase(
+                "prefill",
+                w.saturating_add(pool),
+                peak,
+                vec![("weights", w), ("kv_pool", pool), ("activations", act)],
+            ),
+            phase(
+                "decode",
+                w.saturating_add(pool),
+                peak,
+                vec![("weights", w), ("kv_pool", pool), ("activations", act)],
+            ),
+        ],
+    }
+}

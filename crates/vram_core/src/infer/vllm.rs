@@ -1,0 +1,400 @@
+//! vLLM serving capacity: the numbers vLLM prints at start-up (`Memory profiling results` /
+//! `Available KV cache memory`, `GPU KV cache size: N tokens`, `Maximum concurrency for L tokens per
+//! request`).
+//!
+//! - KV pool (vLLM `Worker.determine_available_memory`, PR #10511 and v1):
+//!   `floor(total × gpu_memory_utilization) − weights − activation peak − non-torch memory`.
+//!   Checked against the logs: Llama-3-8B TP1 0.9 × 79.22 − 14.96 − 1.26 − 1.79 = 53.29 GiB (H1);
+//!   Llama-3.1-8B v0.19 0.95 × 79.19 − 14.99 − 1.89 − 0.25 = 58.10 GiB (H3, 58.11 logged).
+//! - Weights: the format's bytes, linear layers and the vocab-parallel embedding/head sharded over
+//!   TP, norms replicated, plus the rotary `cos_sin_cache` `max_position × rotary_dim` in the model
+//!   dtype (`RotaryEmbedding._compute_cos_sin_cache`): Llama-3.1-8B 16,060,522,496 + 131,072 × 128 ×
+//!   2 = 16,094,076,928 B = 14.9889 GiB, as logged ("Model loading took 14.9889 GiB").
+//! - Activation peak of the profiling run (`profile_run`: a dummy forward of
+//!   `max_num_batched_tokens` tokens with attention skipped, then `_dummy_sampler_run` on
+//!   `min(max_num_seqs, tokens)` rows): modelled as the largest layer's transient at those tokens +
+//!   the hidden states + the sampler's fp32 logits and fp32 probabilities. This sum is a calibration
+//!   against vLLM v0.19 on H100 (H3 Llama-3.1-8B 1.89 GiB, H6 Qwen2.5-7B 2.21 GiB: both within 4 %).
+//! - Non-torch memory (CUDA context, cuBLAS/NCCL buffers; measured, vLLM v0.19 on H100, H3/H4):
+//!   0.25 GiB at TP 1, 2.07 GiB at TP 2, 2.13 GiB at TP ≥ 4. CUDA graphs are captured after the KV
+//!   pool is sized and are not subtracted (the v0.19 logs' KV pool matches without them).
+//! - Pages (`kv_cache_utils.py`): uniform models: `num_blocks = pool / (block × Σ_layers
+//!   bytes/token)`, tokens = `num_blocks × block`. Hybrid sliding/full models: layers are grouped in
+//!   groups of `min(count per type)` layers sharing one page size; `num_blocks = pool / (page ×
+//!   group size)`; tokens = `num_blocks / groups × block`. Max concurrency =
+//!   `num_blocks / Σ_groups ⌈max memory per request / page⌉` with the sliding groups' need
+//!   `⌈min(window − 1 + max_num_batched_tokens, max_model_len) / block⌉ + 1` pages.
+
+use super::activations::{forward_peak, ForwardShape};
+use super::kv_cache::{KvLayout, LayerCache};
+use super::weights::WeightsBreakdown;
+use crate::error::ScenarioError;
+use crate::report::Term;
+use crate::scenario::{AttentionImpl, Dtype, ServingInputs};
+use crate::spec::{Component, ModelKind, ModelSpec};
+use crate::units::{format_gib, group_thousands, GIB};
+use serde::{Deserialize, Serialize};
+
+/// The figures vLLM prints at start-up, per GPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServingEstimate {
+    /// Inputs used (defaults filled in).
+    pub inputs: ServingInputs,
+    /// `max_model_len` in effect.
+    pub max_model_len: u64,
+    /// Page size in tokens.
+    pub block_size: u64,
+    /// `floor(total × utilization)`.
+    pub requested_bytes: u64,
+    /// Weights on each GPU.
+    pub weights_per_gpu_bytes: u64,
+    /// Profiled activation peak.
+    pub activation_peak_bytes: u64,
+    /// Non-torch memory.
+    pub non_torch_bytes: u64,
+    /// KV cache pool (0 when nothing is left).
+    pub kv_pool_bytes: u64,
+    /// Bytes the other terms exceed the requested memory by (0 when the pool is positive).
+    pub shortfall_bytes: u64,
+    /// Bytes of one page across the layers that share it.
+    pub bytes_per_block: u64,
+    /// Pages in the pool.
+    pub num_blocks: u64,
+    /// `GPU KV cache size: N tokens`.
+    pub kv_tokens: u64,
+    /// `Maximum concurrency for max_model_len tokens per request`.
+    pub max_concurrency: f64,
+    /// Sequences of the scenario's context length that fit at once.
+    pub concurrency_at_context: f64,
+    /// Whether one request of `max_model_len` fits (vLLM refuses to start otherwise).
+    pub fits: bool,
+    /// Explained terms.
+    pub terms: Vec<Term>,
+}
+
+/// Measured non-torch memory of vLLM v0.19 on H100 per TP size (measured.md H3/H4).
+pub fn non_torch_default(tp: u64) -> u64 {
+    match tp {
+        0 | 1 => GIB / 4,
+        2 => 2_222_615_101, // 2.07 GiB
+        _ => 2_287_042_969, // 2.13 GiB
+    }
+}
+
+/// Validates the serving inputs; messages name the field.
+pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
+    let bad = |field: &str, expected: &str, found: String| ScenarioError::Invalid {
+        field: format!("serving.{field}"),
+        expected: expected.into(),
+        found,
+    };
+    if !(s.gpu_memory_utilization > 0.0 && s.gpu_memory_utilization <= 1.0) {
+        return Err(bad(
+            "gpu_memory_utilization",
+            "a fraction in (0, 1]",
+            s.gpu_memory_utilization.to_string(),
+        ));
+    }
+    if s.gpu_memory_bytes == 0 || s.gpu_memory_bytes > 1 << 50 {
+        return Err(bad(
+            "gpu_memory_bytes",
+            "a positive byte count up to 1 PiB",
+            s.gpu_memory_bytes.to_string(),
+        ));
+    }
+    let limit = crate::scenario::MAX_SCENARIO_VALUE;
+    for (field, v, zero_ok) in [
+        ("tensor_parallel_size", s.tensor_parallel_size, false),
+        ("max_num_seqs", s.max_num_seqs, false),
+        ("max_num_batched_tokens", s.max_num_batched_tokens, false),
+        ("max_model_len", s.max_model_len, true),
+        ("block_size", s.block_size, true),
+    ] {
+        if (v == 0 && !zero_ok) || v > limit {
+            return Err(bad(
+                field,
+                &format!("an integer from {} to {limit}", u64::from(!zero_ok)),
+                v.to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Weights on one GPU: sharded tensors / TP, norms replicated, plus the rotary cos/sin cache.
+fn weights_per_gpu(
+    spec: &ModelSpec,
+    total: &WeightsBreakdown,
+    tp: u64,
+    dtype: Dtype,
+) -> (u64, u64) {
+    let replicated_params: u64 = spec
+        .tensors
+        .iter()
+        .filter(|t| matches!(t.component, Component::Norm | Component::FinalNorm))
+        .map(|t| t.numel())
+        .sum();
+    let replicated = replicated_params.saturating_mul(dtype.bytes());
+    let sharded = total.total_bytes.saturating_sub(replicated);
+    let rope = rotary_cache_bytes(spec, dtype);
+    (sharded / tp + replicated + rope, rope)
+}
+
+/// vLLM's rotary `cos_sin_cache`: `max_position_embeddings × rotary_dim` in the model dtype.
+pub fn rotary_cache_bytes(spec: &ModelSpec, dtype: Dtype) -> u64 {
+    if spec.kind != ModelKind::DecoderOnly
+        || matches!(spec.text_model_type.as_str(), "gpt2" | "opt" | "bloom")
+    {
+        return 0;
+    }
+    let Some(a) = spec.layers.iter().find_map(|l| l.attention) else {
+        return 0;
+    };
+    let dim = a.mla.map_or(a.head_dim, |m| m.qk_rope_head_dim);
+    spec.max_position_embeddings
+        .saturating_mul(dim)
+        .saturating_mul(dtype.bytes())
+}
+
+/// vLLM's profiled activation peak (see the module docs for the calibration).
+pub fn activation_peak(
+    spec: &ModelSpec,
+    s: &ServingInputs,
+    dtype: Dtype,
+    tp: u64,
+) -> (u64, String) {
+    let tokens = s.max_num_batched_tokens;
+    let shape = ForwardShape {
+        batch: 1,
+        tokens,
+        kv_len: tokens,
+        act_bytes: dtype.bytes(),
+        attention: AttentionImpl::Flash,
+        logits_to_keep: 1,
+    };
+    let p = forward_peak(spec, &shape);
+    // Tensor parallelism splits the MLP/attention intermediates; the residual stream is replicated.
+    let layer = p.layer_bytes / tp;
+    let hidden = tokens
+        .saturating_mul(spec.hidden_size)
+        .saturating_mul(dtype.bytes());
+    let rows = s.max_num_seqs.min(tokens);
+    let sampler = rows.saturating_mul(spec.vocab_size).saturating_mul(8);
+    let total = layer.saturating_add(hidden).saturating_add(sampler);
+    (
+        total,
+        format!(
+            "largest layer at {} tokens {} / TP {tp} + hidden {} × {} × {} B + sampler {} rows × {} vocab × (4 + 4) B = {} B",
+            group_thousands(tokens),
+            group_thousands(p.layer_bytes),
+            group_thousands(tokens),
+            spec.hidden_size,
+            dtype.bytes(),
+            group_thousands(rows),
+            group_thousands(spec.vocab_size),
+            group_thousands(total)
+        ),
+    )
+}
+
+/// Pages: `(bytes_per_block, groups, blocks one request of max_model_len needs)`.
+fn paging(
+    block: u64,
+    max_model_len: u64,
+    chunk: u64,
+    page_token_bytes: &[(LayerCache, u64)],
+) -> (u64, u64, u64) {
+    let full: Vec<u64> = page_token_bytes
+        .iter()
+        .filter(|(l, _)| matches!(l, LayerCache::Full { .. }))
+        .map(|(_, b)| *b)
+        .collect();
+    let sliding: Vec<(u64, u64)> = page_token_bytes
+        .iter()
+        .filter_map(|(l, b)| match l {
+            LayerCache::Sliding { window, .. } => Some((*b, *window)),
+            _ => None,
+        })
+        .collect();
+    let full_blocks = max_model_len.div_ceil(block);
+    if sliding.is_empty() || full.is_empty() {
+        let per_token: u64 = full.iter().sum::<u64>() + sliding.iter().map(|(b, _)| b).sum::<u64>();
+        let need = match sliding.first() {
+            Some((_, w)) if full.is_empty() => {
+                (w.saturating_sub(1).saturating_add(chunk))
+                    .min(max_model_len)
+                    .div_ceil(block)
+                    + 1
+            }
+            _ => full_blocks,
+        };
+        return (per_token.saturating_mul(block), 1, need);
+    }
+    let group_size = (full.len() as u64).min(sliding.len() as u64).max(1);
+    let full_groups = (full.len() as u64).div_ceil(group_size);
+    let sliding_groups = (sliding.len() as u64).div_ceil(group_size);
+    let page = full
+        .iter()
+        .chain(sliding.iter().map(|(b, _)| b))
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(block);
+    let window = sliding.iter().map(|(_, w)| *w).max().unwrap_or(0);
+    let sliding_need = (window.saturating_sub(1).saturating_add(chunk))
+        .min(max_model_len)
+        .div_ceil(block)
+        + 1;
+    let need = full_groups * full_blocks + sliding_groups * sliding_need;
+    (
+        page.saturating_mul(group_size),
+        full_groups + sliding_groups,
+        need,
+    )
+}
+
+/// The serving figures for `spec` with weights `w` (whole model), cache layout `kv` (per GPU) and
+/// the scenario's context length `context` (tokens per sequence).
+pub fn serving(
+    spec: &ModelSpec,
+    s: &ServingInputs,
+    w: &WeightsBreakdown,
+    kv: &KvLayout,
+    dtype: Dtype,
+    context: u64,
+) -> ServingEstimate {
+    let tp = s.tensor_parallel_size.max(1);
+    let block = match (s.block_size, kv.block_size) {
+        (0, Some(b)) => b,
+        (0, None) => 16,
+        (b, _) => b,
+    };
+    let max_model_len = if s.max_model_len == 0 {
+        spec.max_position_embeddings.max(1)
+    } else {
+        s.max_model_len
+    };
+    let requested = (s.gpu_memory_bytes as f64 * s.gpu_memory_utilization).floor() as u64;
+    let (weights_gpu, rope) = weights_per_gpu(spec, w, tp, dtype);
+    let (act, act_formula) = activation_peak(spec, s, dtype, tp);
+    let non_torch = s.non_torch_bytes.unwrap_or_else(|| non_torch_default(tp));
+    let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
+    let pool = requested.saturating_sub(used);
+    let shortfall = used.saturating_sub(requested);
+
+    let per_layer: Vec<(LayerCache, u64)> = kv
+        .layers
+        .iter()
+        .map(|l| {
+            let one = KvLayout {
+                layers: vec![*l],
+                cross_elements_per_token: 0,
+                ..kv.clone()
+            };
+            (*l, one.bytes_per_token())
+        })
+        .filter(|(_, b)| *b > 0)
+        .collect();
+    let state_per_seq = kv.state_bytes_per_sequence();
+    let (bytes_per_block, groups, need_blocks) =
+        paging(block, max_model_len, s.max_num_batched_tokens, &per_layer);
+    let (num_blocks, kv_tokens, max_concurrency, at_context, fits) =
+        if let Some(num_blocks) = pool.checked_div(bytes_per_block) {
+            let tokens = num_blocks / groups.max(1) * block;
+            let conc = num_blocks as f64 / need_blocks.max(1) as f64;
+            let ctx_need = {
+                let (_, _, n) = paging(block, context.max(1), s.max_num_batched_tokens, &per_layer);
+                n
+            };
+            (
+                num_blocks,
+                tokens,
+                conc,
+                num_blocks as f64 / ctx_need.max(1) as f64,
+                num_blocks >= need_blocks && shortfall == 0,
+            )
+        } else if let Some(seqs) = pool.checked_div(state_per_seq) {
+            (seqs, 0, seqs as f64, seqs as f64, seqs >= 1)
+        } else {
+            (0, 0, 0.0, 0.0, shortfall == 0)
+        };
+
+    let gib = |b: u64| format_gib(b);
+    let terms = vec![
+        Term {
+            key: "serving.requested".into(),
+            bytes: requested,
+            formula: format!(
+                "{} B × gpu_memory_utilization {} = {} B ({})",
+                group_thousands(s.gpu_memory_bytes),
+                s.gpu_memory_utilization,
+                group_thousands(requested),
+                gib(requested)
+            ),
+            source: "vLLM Worker.determine_available_memory; physical GPU memory (H100 80 GB = 79.19 GiB, measured.md J7)".into(),
+        },
+        Term {
+            key: "serving.weights".into(),
+            bytes: weights_gpu,
+            formula: format!(
+                "{} B / TP {tp} (norms replicated) + rotary cos_sin_cache {} × rotary dim × {} B = {} B ({})",
+                group_thousands(w.total_bytes),
+                group_thousands(spec.max_position_embeddings),
+                dtype.bytes(),
+                group_thousands(weights_gpu),
+                gib(weights_gpu)
+            ),
+            source: format!(
+                "vLLM sharded linear/vocab-parallel layers; RotaryEmbedding._compute_cos_sin_cache ({} B)",
+                group_thousands(rope)
+            ),
+        },
+        Term {
+            key: "serving.activation_peak".into(),
+            bytes: act,
+            formula: act_formula,
+            source: "vLLM gpu_model_runner.profile_run + _dummy_sampler_run; sum calibrated on vLLM v0.19 H100 logs (measured.md H3, H6)".into(),
+        },
+        Term {
+            key: "serving.non_torch".into(),
+            bytes: non_torch,
+            formula: format!("TP {tp}: {} B ({})", group_thousands(non_torch), gib(non_torch)),
+            source: "measured: vLLM v0.19 H100 logs, 0.25 GiB TP1, 2.07 GiB TP2, 2.13 GiB TP4 (measured.md H3/H4)".into(),
+        },
+        Term {
+            key: "serving.kv_pool".into(),
+            bytes: pool,
+            formula: format!(
+                "{} − {} − {} − {} = {} B ({}); {} B per block of {block} tokens → {} blocks, {} tokens",
+                group_thousands(requested),
+                group_thousands(weights_gpu),
+                group_thousands(act),
+                group_thousands(non_torch),
+                group_thousands(pool),
+                gib(pool),
+                group_thousands(bytes_per_block),
+                group_thousands(num_blocks),
+                group_thousands(kv_tokens)
+            ),
+            source: "vLLM v1 kv_cache_utils.get_kv_cache_config / get_max_concurrency_for_kv_cache_config".into(),
+        },
+    ];
+    ServingEstimate {
+        inputs: s.clone(),
+        max_model_len,
+        block_size: block,
+        requested_bytes: requested,
+        weights_per_gpu_bytes: weights_gpu,
+        activation_peak_bytes: act,
+        non_torch_bytes: non_torch,
+        kv_pool_bytes: pool,
+        shortfall_bytes: shortfall,
+        bytes_per_block,
+        num_blocks,
+        kv_tokens,
+        max_concurrency,
+        concurrency_at_context: at_context,
+        fits,
+        terms,
+    }
+}

@@ -1,0 +1,982 @@
+//! Activations of one training step of a HF `transformers` model, derived from the tensors each op
+//! saves for backward, walked op by op through [`Sim`].
+//!
+//! The walk follows `modeling_llama.py` (transformers 5.x) and its relatives:
+//! - `LlamaRMSNorm`: `x.to(float32)` (saved by `pow`), `rsqrt` output (saved), `weight * y.to(dtype)`
+//!   saves `y` when the weight trains; LayerNorm (`native_layer_norm`) saves its input, mean, rstd.
+//! - projections (`F.linear` → `mm`): the input is saved when the weight trains; the weight when the
+//!   input requires grad. Under `torch.autocast` each call casts its input (a new low-precision copy
+//!   per projection) and its weight; leaf weights that require grad are cached until autocast exits
+//!   (`autocast_mode.cpp`, `cached_cast`), frozen weights are cast again per call.
+//! - rotary (`apply_rotary_pos_emb`): `q*cos + rotate_half(q)*sin` saves only `cos`/`sin`; the
+//!   result is a new tensor (fp32 under autocast, because `cos` follows the fp32 hidden states).
+//! - SDPA / flash (`sdpa_attention_forward`, `is_causal`, GQA through `enable_gqa`): saves q, k, v,
+//!   the output and an fp32 logsumexp (b·h·s); eager (`eager_attention_forward`): `repeat_kv` copies,
+//!   the b·h·s² scores, `softmax(dtype=float32)` output (saved) and its cast back (saved by the
+//!   second matmul), dropout masks when p > 0; `transpose(1, 2).contiguous()` copies the output.
+//! - MLP: `down(act(gate(x)) * up(x))` saves gate output (activation input), activation output and up
+//!   output (the product's operands) and the product (down's input).
+//! - head (`LlamaForCausalLM.forward`, `loss_utils.ForCausalLMLoss`): logits b·s·V in the compute
+//!   dtype, `logits.float()`, `cross_entropy` = `log_softmax` (saves its fp32 output) + `nll_loss`.
+//! - peft LoRA (`lora/layer.py`, `Linear.forward`): `x.to(lora_A.weight.dtype)` (fp32 adapters) is
+//!   saved by `lora_A`, its r-wide output by `lora_B`; bitsandbytes `MatMul4Bit` saves its input when
+//!   the input requires grad and dequantizes the weight in forward and backward.
+//! - gradient checkpointing (HF `GradientCheckpointingLayer`, `torch.utils.checkpoint`
+//!   non-reentrant): every layer keeps its input; the rest is recomputed one layer at a time.
+
+use super::lora::LoraPlan;
+use super::persistent::Precision;
+use super::sim::{Sim, V};
+use crate::error::ScenarioError;
+use crate::scenario::{AttentionImpl, BaseQuant, Scenario};
+use crate::spec::{AttentionSpec, Component, FfnSpec, ModelKind, ModelSpec, NormKind, TensorSpec};
+
+/// Per-layer activation figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LayerAct {
+    /// Bytes the layer saves for backward (incl. autocast weight copies it saved).
+    pub saved_bytes: u64,
+    /// Of which saved by the attention half (norm, projections, attention, residual).
+    pub attn_saved_bytes: u64,
+    /// Bytes of the layer input (what gradient checkpointing keeps).
+    pub input_bytes: u64,
+    /// Largest gradient temporaries of the MLP backward beyond what is still saved.
+    pub mlp_backward_transient_bytes: u64,
+    /// Largest gradient temporaries of the attention backward.
+    pub attn_backward_transient_bytes: u64,
+    /// Trainable-parameter gradients of this layer.
+    pub grad_bytes: u64,
+}
+
+/// Activation profile of one step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ActivationProfile {
+    /// Tokens per micro-batch (b·s).
+    pub tokens: u64,
+    /// One entry per layer of the main stack.
+    pub layers: Vec<LayerAct>,
+    /// Bytes saved before the first layer (embedding dropout masks, embedding LayerNorm, labels).
+    pub pre_saved_bytes: u64,
+    /// Bytes saved by the final norm and the head matmul (incl. the head's autocast weight copy).
+    pub head_saved_bytes: u64,
+    /// Logits b·s·V in the compute dtype, alive until the model output is dropped after the loss.
+    pub logits_bytes: u64,
+    /// The fp32 upcast `logits.float()` (0 when the logits are already fp32).
+    pub logits_fp32_bytes: u64,
+    /// `log_softmax`'s fp32 output saved by cross-entropy.
+    pub log_softmax_bytes: u64,
+    /// Low-precision weight copies made by autocast (saved for backward, or cached during forward).
+    pub autocast_copy_bytes: u64,
+    /// Peak above the persistent bytes during forward (incl. the loss).
+    pub forward_peak_bytes: u64,
+    /// Bytes left for backward when forward ends (saved tensors, logits held).
+    pub forward_end_bytes: u64,
+    /// Bytes of the activation gradient flowing between layers.
+    pub grad_stream_bytes: u64,
+    /// Cross-entropy backward temporaries: `nll_loss` grad and `log_softmax` grad, b·s·V fp32 each.
+    pub ce_backward_bytes: u64,
+    /// `input_ids` (int64, also passed as `labels`) on the device for the whole step.
+    pub inputs_bytes: u64,
+    /// Whether gradient checkpointing is on.
+    pub checkpointing: bool,
+    /// Σ saved bytes of all layers (without checkpointing), or of their inputs (with it).
+    pub layers_kept_bytes: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    PreNorm,
+    PrePostNorm,
+    PostBranchNorm,
+    PostLn,
+    Parallel,
+}
+
+#[derive(Clone, Copy)]
+struct Lin {
+    in_f: u64,
+    out_f: u64,
+    trainable: bool,
+    lora_r: Option<u64>,
+    quantized: bool,
+}
+
+struct Walk<'a> {
+    spec: &'a ModelSpec,
+    b: u64,
+    s: u64,
+    t: u64,
+    c: u64,
+    p: u64,
+    autocast: bool,
+    full: bool,
+    quant: BaseQuant,
+    lora: Option<&'a LoraPlan>,
+    attention: AttentionImpl,
+    layout: Layout,
+    rope: bool,
+    gemma_norm: bool,
+    by_layer: Vec<Vec<&'a TensorSpec>>,
+    cache: Vec<V>,
+    autocast_copy_bytes: u64,
+}
+
+fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
+    match spec.kind {
+        ModelKind::DecoderOnly | ModelKind::EncoderOnly => Ok(()),
+        ModelKind::EncoderDecoder | ModelKind::StateSpace => Err(ScenarioError::Invalid {
+            field: "mode".into(),
+            expected: "a decoder-only or encoder-only transformer: training activations of \
+                       encoder–decoder (t5) and state-space (mamba) models are not modelled"
+                .into(),
+            found: format!("model_type {:?}", spec.model_type),
+        }),
+    }
+}
+
+impl<'a> Walk<'a> {
+    fn lin(&self, t: &TensorSpec) -> Lin {
+        let shape = t.linear.unwrap_or(crate::spec::LinearShape {
+            in_features: 0,
+            out_features: 0,
+        });
+        let lora_r = self.lora.and_then(|l| l.rank_for(t));
+        Lin {
+            in_f: shape.in_features,
+            out_f: shape.out_features,
+            trainable: self.full,
+            lora_r,
+            quantized: self.lora.is_some()
+                && self.quant != BaseQuant::None
+                && t.component != Component::LmHead,
+        }
+    }
+
+    /// `F.linear(x, W)` (+ peft LoRA branch, + bitsandbytes dequantization).
+    fn linear(&mut self, sim: &mut Sim, x: V, l: Lin, tokens: u64) -> V {
+        let xin = if self.autocast {
+            sim.cast(x, self.c)
+        } else {
+            sim.share(x)
+        };
+        let weight_elems = l.in_f.saturating_mul(l.out_f);
+        if l.quantized {
+            // MatMul4Bit / MatMul8bitLt: dequantized weight for the matmul; input saved when it
+            // requires grad (`ctx.tensors = (A, B)`).
+            sim.transient(weight_elems.saturating_mul(self.c));
+            if x.rg {
+                sim.save(xin);
+            }
+        } else if self.autocast {
+            let w = sim.alloc(weight_elems, self.c, l.trainable);
+            self.autocast_copy_bytes = self
+                .autocast_copy_bytes
+                .saturating_add(weight_elems.saturating_mul(self.c));
+            if x.rg {
+                sim.save(w);
+            }
+            if l.trainable {
+                self.cache.push(w);
+            } else {
+                sim.drop(w);
+            }
+        }
+        if l.trainable {
+            sim.save(xin);
+        }
+        let out_elem = if self.autocast || l.quantized {
+            self.c
+        } else {
+            sim.elem(x)
+        };
+        let rg = x.rg || l.trainable || l.lora_r.is_some();
+        let out = sim.alloc(tokens.saturating_mul(l.out_f), out_elem, rg);
+        sim.drop(xin);
+        let Some(r) = l.lora_r else { return out };
+        // peft: x = self._cast_input_dtype(x, lora_A.weight.dtype) (fp32 adapters);
+        // result = result + lora_B(lora_A(dropout(x))) * scaling; result.to(torch_result_dtype).
+        let xa = sim.cast(x, 4);
+        let xa_in = if self.autocast {
+            sim.cast(xa, self.c)
+        } else {
+            sim.share(xa)
+        };
+        let ae = sim.elem(xa_in);
+        sim.save(xa_in);
+        let a = sim.alloc(tokens.saturating_mul(r), ae, true);
+        sim.save(a);
+        sim.drop(xa_in);
+        sim.drop(xa);
+        let bo = sim.alloc(tokens.saturating_mul(l.out_f), ae, true);
+        sim.drop(a);
+        let scaled = sim.alloc(tokens.saturating_mul(l.out_f), ae, true);
+        sim.drop(bo);
+        let sum_elem = sim.elem(out).max(ae);
+        let sum = sim.alloc(tokens.saturating_mul(l.out_f), sum_elem, true);
+        sim.drop(scaled);
+        sim.drop(out);
+        let res = sim.cast(sum, out_elem);
+        sim.drop(sum);
+        res
+    }
+
+    fn norm(&mut self, sim: &mut Sim, x: V, elems: u64, rows: u64) -> V {
+        let trainable = self.full;
+        match self.spec.norm {
+            NormKind::RmsNorm => {
+                let x32 = sim.cast(x, 4);
+                if x.rg {
+                    sim.save(x32);
+                }
+                let r = sim.alloc(rows, 4, x.rg);
+                if x.rg {
+                    sim.save(r);
+                }
+                let y32 = sim.alloc(elems, 4, x.rg);
+                sim.drop(x32);
+                sim.drop(r);
+                let rg = x.rg || trainable;
+                if self.gemma_norm {
+                    // Gemma: output = _norm(x.float()) * (1.0 + weight.float()); output.type_as(x)
+                    if trainable {
+                        sim.save(y32);
+                    }
+                    let o = sim.alloc(elems, 4, rg);
+                    sim.drop(y32);
+                    let out = sim.cast(o, sim.elem(x));
+                    sim.drop(o);
+                    V { rg, ..out }
+                } else {
+                    let y = sim.cast(y32, sim.elem(x));
+                    sim.drop(y32);
+                    if trainable {
+                        sim.save(y);
+                    }
+                    let out = sim.alloc(elems, sim.elem(x), rg);
+                    sim.drop(y);
+                    out
+                }
+            }
+            NormKind::LayerNorm | NormKind::LayerNormNoBias => {
+                // autocast runs layer_norm in fp32 (autocast fp32 op list).
+                let xi = if self.autocast {
+                    sim.cast(x, 4)
+                } else {
+                    sim.share(x)
+                };
+                let rg = x.rg || trainable;
+                if rg {
+                    sim.save(xi);
+                    let stats = sim.alloc(rows.saturating_mul(2), 4, false);
+                    sim.save(stats);
+                    sim.drop(stats);
+                }
+                let out = sim.alloc(elems, sim.elem(xi), rg);
+                sim.drop(xi);
+                out
+            }
+        }
+    }
+
+    fn add(&self, sim: &mut Sim, a: V, b: V) -> V {
+        let e = sim.elem(a).max(sim.elem(b));
+        sim.alloc(sim.elems(a).max(sim.elems(b)), e, a.rg || b.rg)
+    }
+
+    fn dropout(&self, sim: &mut Sim, x: V, p: f64) -> V {
+        if p <= 0.0 {
+            return x;
+        }
+        let n = sim.elems(x);
+        let mask = sim.alloc(n, 1, false);
+        if x.rg {
+            sim.save(mask);
+        }
+        sim.drop(mask);
+        let out = sim.alloc(n, sim.elem(x), x.rg);
+        sim.drop(x);
+        out
+    }
+
+    fn activation(&self, sim: &mut Sim, x: V) -> V {
+        if x.rg {
+            sim.save(x);
+        }
+        let n = sim.elems(x);
+        let e = sim.elem(x);
+        if self.spec.hidden_act == "gelu_new" {
+            // NewGELUActivation is written in Python: 0.5*x*(1+tanh(k*(x+0.044715*x^3))) saves the
+            // tanh output, 0.5*x and (1+tanh) besides x.
+            let mut extra = Vec::new();
+            for _ in 0..3 {
+                let t = sim.alloc(n, e, x.rg);
+                if x.rg {
+                    sim.save(t);
+                }
+                extra.push(t);
+            }
+            for t in extra {
+                sim.drop(t);
+            }
+        }
+        sim.alloc(n, e, x.rg)
+    }
+
+    fn mul(&self, sim: &mut Sim, a: V, b: V) -> V {
+        if b.rg {
+            sim.save(a);
+        }
+        if a.rg {
+            sim.save(b);
+        }
+        let e = sim.elem(a).max(sim.elem(b));
+        sim.alloc(sim.elems(a).max(sim.elems(b)), e, a.rg || b.rg)
+    }
+
+    /// Returns (output, backward transient bytes).
+    fn attention_core(&mut self, sim: &mut Sim, q: V, k: V, v: V, a: &AttentionSpec) -> (V, u64) {
+        let (b, s, t) = (self.b, self.s, self.t);
+        let q_elems = t.saturating_mul(a.num_heads).saturating_mul(a.head_dim);
+        let kv_elems = t.saturating_mul(a.num_kv_heads).saturating_mul(a.head_dim);
+        let o_elems = t.saturating_mul(a.num_heads).saturating_mul(a.v_head_dim);
+        let rg = q.rg || k.rg || v.rg;
+        let cast = |sim: &mut Sim, x: V, autocast: bool, c: u64| {
+            if autocast {
+                sim.cast(x, c)
+            } else {
+                sim.share(x)
+            }
+        };
+        let (qc, kc, vc) = (
+            cast(sim, q, self.autocast, self.c),
+            cast(sim, k, self.autocast, self.c),
+            cast(sim, v, self.autocast, self.c),
+        );
+        let ce = sim.elem(qc);
+        let out;
+        let bwd;
+        match self.attention {
+            AttentionImpl::Sdpa | AttentionImpl::Flash => {
+                out = sim.alloc(o_elems, ce, rg);
+                let lse = sim.alloc(b.saturating_mul(a.num_heads).saturating_mul(s), 4, false);
+                if rg {
+                    for x in [qc, kc, vc, out, lse] {
+                        sim.save(x);
+                    }
+                }
+                sim.drop(lse);
+                // backward: grad of the output (contiguous copy), dq, dk, dv, and the flash kernel's
+                // fp32 dq accumulator for 16-bit inputs.
+                let accum = if ce < 4 { q_elems.saturating_mul(4) } else { 0 };
+                bwd = o_elems
+                    .saturating_mul(2 * ce)
+                    .saturating_add((q_elems + 2 * kv_elems).saturating_mul(ce))
+                    .saturating_add(accum);
+            }
+            AttentionImpl::Eager => {
+                let groups = a.num_heads / a.num_kv_heads.max(1);
+                let rep = |sim: &mut Sim, x: V| {
+                    if groups > 1 {
+                        let n = sim.elems(x).saturating_mul(groups);
+                        sim.alloc(n, sim.elem(x), x.rg)
+                    } else {
+                        sim.share(x)
+                    }
+                };
+                let kr = rep(sim, kc);
+                let vr = rep(sim, vc);
+                let sq = b
+                    .saturating_mul(a.num_heads)
+                    .saturating_mul(s)
+                    .saturating_mul(s);
+                if rg {
+                    sim.save(qc);
+                    sim.save(kr);
+                }
+                let scores = sim.alloc(sq, ce, rg);
+                let scaled = sim.alloc(sq, ce, rg);
+                sim.drop(scores);
+                let masked = sim.alloc(sq, ce, rg);
+                sim.drop(scaled);
+                let s32 = sim.cast(masked, 4);
+                sim.drop(masked);
+                let sm = sim.alloc(sq, 4, rg);
+                if rg {
+                    sim.save(sm);
+                }
+                sim.drop(s32);
+                let probs = sim.cast(sm, ce);
+                sim.drop(sm);
+                let probs = self.dropout(sim, probs, self.spec.attention_dropout);
+                if rg {
+                    sim.save(probs);
+                    sim.save(vr);
+                }
+                out = sim.alloc(o_elems, ce, rg);
+                sim.drop(probs);
+                sim.drop(kr);
+                sim.drop(vr);
+                let extra = if ce < 4 { 8 } else { 4 };
+                bwd = sq.saturating_mul(ce + extra);
+            }
+        }
+        for x in [qc, kc, vc] {
+            sim.drop(x);
+        }
+        let contiguous = sim.alloc(o_elems, ce, rg);
+        sim.drop(out);
+        (contiguous, bwd)
+    }
+
+    fn rotary(&self, sim: &mut Sim, x: V, elems: u64) -> V {
+        // q*cos (promoted to the dtype of cos = the hidden states' dtype), rotate_half, *sin, add.
+        let e = sim.elem(x).max(self.p);
+        let a = sim.alloc(elems, e, x.rg);
+        let r = sim.alloc(elems, sim.elem(x), x.rg);
+        let b = sim.alloc(elems, e, x.rg);
+        sim.drop(r);
+        let out = sim.alloc(elems, e, x.rg);
+        sim.drop(a);
+        sim.drop(b);
+        out
+    }
+
+    /// Attention half: projections → (qk-norm) → rotary → attention → output projection.
+    fn attention_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, u64, u64) {
+        let t = self.t;
+        let h = self.spec.hidden_size;
+        let Some(a) = self.spec.layers.get(i).and_then(|l| l.attention) else {
+            return (sim.share(n), 0, 0);
+        };
+        let tensors = self.by_layer.get(i).cloned().unwrap_or_default();
+        let lins: Vec<&TensorSpec> = tensors
+            .iter()
+            .copied()
+            .filter(|t| t.component == Component::Attention && t.linear.is_some())
+            .collect();
+        let Some((o_t, inputs)) = lins.split_last() else {
+            return (sim.share(n), 0, 0);
+        };
+        let q_dim = a.num_heads * a.head_dim;
+        let kv_dim = a.num_kv_heads * a.head_dim;
+        let mut outs: Vec<(u64, V)> = Vec::new();
+        let mut max_w = 0u64;
+        for lt in inputs {
+            let l = self.lin(lt);
+            max_w = max_w.max(l.in_f * l.out_f);
+            let (src, own) = if l.in_f == h {
+                (n, false)
+            } else {
+                // an MLA latent after its norm (q_a_layernorm / kv_a_layernorm)
+                (sim.alloc(t * l.in_f, sim.elem(n), n.rg || self.full), true)
+            };
+            if own && (self.full || src.rg) {
+                sim.save(src);
+            }
+            let y = self.linear(sim, src, l, t);
+            if own {
+                sim.drop(src);
+            }
+            outs.push((l.out_f, y));
+        }
+        let pick = |dim: u64, skip: Option<usize>| -> Option<usize> {
+            outs.iter()
+                .enumerate()
+                .position(|(j, (o, _))| *o == dim && Some(j) != skip)
+        };
+        let last = outs.len().saturating_sub(1);
+        let qi = pick(q_dim, None).unwrap_or(last);
+        let ki = pick(kv_dim, Some(qi)).unwrap_or(last);
+        let vi = pick(a.num_kv_heads * a.v_head_dim, Some(qi).filter(|_| true))
+            .filter(|&j| j != ki && j != qi)
+            .unwrap_or(if ki != qi { ki } else { last });
+        let get = |j: usize| outs.get(j).map(|x| x.1);
+        let (Some(q0), Some(k0), Some(v0)) = (get(qi), get(ki), get(vi)) else {
+            return (sim.share(n), 0, 0);
+        };
+        let (q0, k0, v0) = (sim.share(q0), sim.share(k0), sim.share(v0));
+        for (_, y) in &outs {
+            sim.drop(*y);
+        }
+        let q_elems = t * q_dim;
+        let k_elems = t * kv_dim;
+        let has_qk_norm = tensors.iter().any(|t| t.name.contains(".q_norm."));
+        let (mut q, mut k) = (q0, k0);
+        if has_qk_norm {
+            let qn = self.norm(sim, q, q_elems, t * a.num_heads);
+            sim.drop(q);
+            let kn = self.norm(sim, k, k_elems, t * a.num_kv_heads);
+            sim.drop(k);
+            q = qn;
+            k = kn;
+        }
+        if self.rope {
+            let qr = self.rotary(sim, q, q_elems);
+            sim.drop(q);
+            let kr = self.rotary(sim, k, k_elems);
+            sim.drop(k);
+            q = qr;
+            k = kr;
+        }
+        let (o, bwd) = self.attention_core(sim, q, k, v0, &a);
+        sim.drop(q);
+        sim.drop(k);
+        sim.drop(v0);
+        let lo = self.lin(o_t);
+        max_w = max_w.max(lo.in_f * lo.out_f);
+        let y = self.linear(sim, o, lo, t);
+        sim.drop(o);
+        let y = self.dropout(sim, y, self.spec.hidden_dropout);
+        (y, bwd, max_w)
+    }
+
+    /// MLP half. Returns (output, backward transient, largest weight elements).
+    fn mlp_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, u64, u64) {
+        let t = self.t;
+        let tensors = self.by_layer.get(i).cloned().unwrap_or_default();
+        let ffn = self.spec.layers.get(i).and_then(|l| l.ffn);
+        let mut max_w = 0u64;
+        let mut out_acc: Option<V> = None;
+        let mut trans = 0u64;
+        // dense (or shared-expert) gated/plain MLP from the inventory
+        for comp in [Component::Mlp, Component::SharedExperts] {
+            let lins: Vec<&TensorSpec> = tensors
+                .iter()
+                .copied()
+                .filter(|t| t.component == comp && t.linear.is_some())
+                .collect();
+            let Some((down_t, ins)) = lins.split_last() else {
+                continue;
+            };
+            let down = self.lin(down_t);
+            let inner = down.in_f;
+            let gated =
+                ins.len() >= 2 || ins.first().is_some_and(|l| self.lin(l).out_f == 2 * inner);
+            let mut ys = Vec::new();
+            for lt in ins {
+                let l = self.lin(lt);
+                max_w = max_w.max(l.in_f * l.out_f);
+                ys.push(self.linear(sim, n, l, t));
+            }
+            max_w = max_w.max(down.in_f * down.out_f);
+            let prod = if gated {
+                let (g, u) = match ys.as_slice() {
+                    [g, u, ..] => (*g, *u),
+                    [gu] => (*gu, sim.share(*gu)),
+                    [] => continue,
+                };
+                let a = self.activation(sim, g);
+                sim.drop(g);
+                let p = self.mul(sim, a, u);
+                sim.drop(a);
+                sim.drop(u);
+                p
+            } else {
+                let Some(&u) = ys.first() else { continue };
+                let a = self.activation(sim, u);
+                sim.drop(u);
+                a
+            };
+            let saves_prod = down.trainable || (down.quantized && prod.rg);
+            let grads = if gated { 3 } else { 2 };
+            let tt = (t * inner)
+                .saturating_mul(self.c)
+                .saturating_mul(grads)
+                .saturating_sub(if saves_prod { t * inner * self.c } else { 0 });
+            trans = trans.max(tt);
+            let y = self.linear(sim, prod, down, t);
+            sim.drop(prod);
+            out_acc = Some(match out_acc {
+                None => y,
+                Some(prev) => {
+                    let s = self.add(sim, prev, y);
+                    sim.drop(prev);
+                    sim.drop(y);
+                    s
+                }
+            });
+        }
+        if let Some(FfnSpec::Moe {
+            num_experts,
+            experts_per_token,
+            expert_intermediate_size,
+            ..
+        }) = ffn
+        {
+            let h = self.spec.hidden_size;
+            let ce = self.c;
+            let rg = n.rg || self.full;
+            // router: linear → softmax(dtype=float32) saved → top-k.
+            let logits = sim.alloc(t * num_experts, ce, rg);
+            let probs = sim.alloc(t * num_experts, 4, rg);
+            if rg {
+                sim.save(probs);
+            }
+            sim.drop(logits);
+            sim.drop(probs);
+            // routed tokens (t·k): gathered input, gate_up output, activation, product, down output.
+            let routed = t.saturating_mul(experts_per_token);
+            let i_e = expert_intermediate_size;
+            for (elems, save) in [
+                (routed * h, self.full),
+                (routed * 2 * i_e, rg),
+                (routed * i_e, rg),
+                (routed * i_e, self.full),
+                (routed * h, rg),
+            ] {
+                let x = sim.alloc(elems, ce, rg);
+                if save {
+                    sim.save(x);
+                }
+                sim.drop(x);
+            }
+            if self.autocast {
+                let expert_elems: u64 = tensors
+                    .iter()
+                    .filter(|t| t.component == Component::Experts)
+                    .map(|t| t.numel())
+                    .sum();
+                let w = sim.alloc(expert_elems, ce, false);
+                self.autocast_copy_bytes += expert_elems * ce;
+                if rg {
+                    sim.save(w);
+                }
+                sim.drop(w);
+            }
+            let per_expert_tokens = routed.div_ceil(num_experts.max(1));
+            trans = trans.max(per_expert_tokens * 3 * i_e * ce + t * h * ce);
+            let y = sim.alloc(t * h, ce, rg);
+            out_acc = Some(match out_acc {
+                None => y,
+                Some(prev) => {
+                    let s = self.add(sim, prev, y);
+                    sim.drop(prev);
+                    sim.drop(y);
+                    s
+                }
+            });
+        }
+        let y = out_acc.unwrap_or_else(|| sim.share(n));
+        let y = self.dropout(sim, y, self.spec.hidden_dropout);
+        (y, trans, max_w)
+    }
+
+    fn layer(&mut self, sim: &mut Sim, x: V, i: usize) -> (V, LayerAct) {
+        let t = self.t;
+        let h = self.spec.hidden_size;
+        let before = sim.saved_bytes();
+        let input_bytes = sim.elems(x).saturating_mul(sim.elem(x));
+        let (out, attn_bwd, mlp_bwd, max_w, attn_saved);
+        match self.layout {
+            Layout::PostLn => {
+                let (a, ab, w1) = self.attention_block(sim, x, i);
+                let s1 = self.add(sim, a, x);
+                sim.drop(a);
+                sim.drop(x);
+                let h1 = self.norm(sim, s1, t * h, t);
+                sim.drop(s1);
+                attn_saved = sim.saved_bytes() - before;
+                let (m, mb, w2) = self.mlp_block(sim, h1, i);
+                let s2 = self.add(sim, m, h1);
+                sim.drop(m);
+                sim.drop(h1);
+                out = self.norm(sim, s2, t * h, t);
+                sim.drop(s2);
+                (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+            }
+            Layout::Parallel => {
+                let n1 = self.norm(sim, x, t * h, t);
+                let (a, ab, w1) = self.attention_block(sim, n1, i);
+                attn_saved = sim.saved_bytes() - before;
+                let (m, mb, w2) = self.mlp_block(sim, n1, i);
+                sim.drop(n1);
+                let s1 = self.add(sim, a, m);
+                sim.drop(a);
+                sim.drop(m);
+                out = self.add(sim, x, s1);
+                sim.drop(s1);
+                sim.drop(x);
+                (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+            }
+            Layout::PreNorm | Layout::PrePostNorm | Layout::PostBranchNorm => {
+                let pre = self.layout != Layout::PostBranchNorm;
+                let post = self.layout != Layout::PreNorm;
+                let n1 = if pre {
+                    self.norm(sim, x, t * h, t)
+                } else {
+                    sim.share(x)
+                };
+                let (mut a, ab, w1) = self.attention_block(sim, n1, i);
+                sim.drop(n1);
+                if post {
+                    let an = self.norm(sim, a, t * h, t);
+                    sim.drop(a);
+                    a = an;
+                }
+                let h1 = self.add(sim, x, a);
+                sim.drop(a);
+                sim.drop(x);
+                attn_saved = sim.saved_bytes() - before;
+                let n2 = if pre {
+                    self.norm(sim, h1, t * h, t)
+                } else {
+                    sim.share(h1)
+                };
+                let (mut m, mb, w2) = self.mlp_block(sim, n2, i);
+                sim.drop(n2);
+                if post {
+                    let mn = self.norm(sim, m, t * h, t);
+                    sim.drop(m);
+                    m = mn;
+                }
+                out = self.add(sim, h1, m);
+                sim.drop(h1);
+                sim.drop(m);
+                (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+            }
+        }
+        let grad_bytes = if self.full {
+            self.by_layer
+                .get(i)
+                .map(|ts| ts.iter().map(|t| t.numel()).sum::<u64>())
+                .unwrap_or(0)
+                .saturating_mul(self.p)
+        } else {
+            self.lora.map_or(0, |l| {
+                l.adapted
+                    .iter()
+                    .filter(|a| a.layer == Some(i as u32))
+                    .map(|a| a.params(l.r) * 4)
+                    .sum()
+            })
+        };
+        // weight grads arrive in the compute dtype before autocast's ToCopyBackward (fp32 .grad);
+        // QLoRA dequantizes the weight again in backward.
+        let weight_transient = if (self.autocast && self.full) || self.quant != BaseQuant::None {
+            max_w.saturating_mul(self.c)
+        } else {
+            0
+        };
+        let act = LayerAct {
+            saved_bytes: sim.saved_bytes() - before,
+            attn_saved_bytes: attn_saved,
+            input_bytes,
+            mlp_backward_transient_bytes: mlp_bwd.saturating_add(weight_transient),
+            attn_backward_transient_bytes: attn_bwd.saturating_add(weight_transient),
+            grad_bytes,
+        };
+        (out, act)
+    }
+}
+
+/// Walks one forward pass and returns the activation profile.
+pub fn profile(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    precision: Precision,
+    lora: Option<&LoraPlan>,
+) -> Result<ActivationProfile, ScenarioError> {
+    checked_dims(spec)?;
+    let mut by_layer: Vec<Vec<&TensorSpec>> = vec![Vec::new(); spec.layers.len()];
+    for t in &spec.tensors {
+        let in_stack = matches!(
+            t.component,
+            Component::Attention
+                | Component::Mlp
+                | Component::Experts
+                | Component::SharedExperts
+                | Component::Router
+                | Component::Norm
+                | Component::Bias
+        );
+        if let (Some(l), true) = (t.layer, in_stack) {
+            if let Some(v) = by_layer.get_mut(l as usize) {
+                v.push(t);
+            }
+        }
+    }
+    let mt = spec.text_model_type.as_str();
+    let layout = match mt {
+        "gemma2" | "gemma3_text" | "gemma3" => Layout::PrePostNorm,
+        "olmo2" => Layout::PostBranchNorm,
+        "bert" => Layout::PostLn,
+        "cohere" => Layout::Parallel,
+        _ => Layout::PreNorm,
+    };
+    let rope = !matches!(mt, "gpt2" | "opt" | "bloom" | "bert");
+    let b = scenario.batch;
+    let s = scenario.seq_len;
+    let mut w = Walk {
+        spec,
+        b,
+        s,
+        t: b.saturating_mul(s),
+        c: precision.compute_bytes,
+        p: precision.param_bytes,
+        autocast: precision.autocast,
+        full: lora.is_none(),
+        quant: scenario
+            .lora
+            .as_ref()
+            .map_or(BaseQuant::None, |l| l.base_quant),
+        lora,
+        attention: scenario.attention,
+        layout,
+        rope,
+        gemma_norm: mt.starts_with("gemma"),
+        by_layer,
+        cache: Vec::new(),
+        autocast_copy_bytes: 0,
+    };
+    let full = run(&mut w, false);
+    let mut prof = full.clone();
+    if scenario.grad_checkpointing {
+        let gc = run(&mut w, true);
+        prof.forward_peak_bytes = gc.forward_peak_bytes;
+        prof.forward_end_bytes = gc.forward_end_bytes;
+        prof.layers_kept_bytes = gc.layers_kept_bytes;
+        prof.autocast_copy_bytes = gc.autocast_copy_bytes;
+        prof.checkpointing = true;
+    }
+    Ok(prof)
+}
+
+fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
+    let mut sim = Sim::default();
+    w.cache.clear();
+    w.autocast_copy_bytes = 0;
+    let t = w.t;
+    let h = w.spec.hidden_size;
+    let vocab = w.spec.vocab_size;
+    // input_ids (int64) on the device; `labels=input_ids` is the same tensor.
+    let _ids = sim.alloc(t, 8, false);
+    let emb_elem = w.p;
+    let mut x = sim.alloc(t * h, emb_elem, w.full);
+    let has_pos = w
+        .spec
+        .tensors
+        .iter()
+        .any(|t| t.component == Component::PositionEmbedding);
+    if has_pos {
+        let pe = sim.alloc(t * h, emb_elem, w.full);
+        let s = w.add(&mut sim, x, pe);
+        sim.drop(x);
+        sim.drop(pe);
+        x = s;
+    }
+    if w.spec.text_model_type.starts_with("gemma") {
+        let s = sim.alloc(t * h, emb_elem, x.rg);
+        sim.drop(x);
+        x = s;
+    }
+    if w.layout == Layout::PostLn {
+        let n = w.norm(&mut sim, x, t * h, t);
+        sim.drop(x);
+        x = n;
+    }
+    x = w.dropout(&mut sim, x, w.spec.hidden_dropout);
+    let pre_saved = sim.saved_bytes();
+    let mask = if w.attention == AttentionImpl::Eager {
+        Some(sim.alloc(w.b * w.s * w.s, sim.elem(x), false))
+    } else {
+        None
+    };
+    let mut layers = Vec::with_capacity(w.spec.layers.len());
+    let mut kept = 0u64;
+    for i in 0..w.spec.layers.len() {
+        if checkpointing {
+            sim.save(x);
+            kept += sim.elems(x) * sim.elem(x);
+            sim.discard_saves = true;
+        }
+        let before = sim.saved_bytes();
+        let (y, act) = w.layer(&mut sim, x, i);
+        if checkpointing {
+            sim.discard_saves = false;
+        } else {
+            kept += sim.saved_bytes() - before;
+        }
+        layers.push(act);
+        x = y;
+    }
+    if let Some(m) = mask {
+        sim.drop(m);
+    }
+    let grad_stream_bytes = t * h * sim.elem(x);
+    let before_head = sim.saved_bytes();
+    let mut head_saved = 0u64;
+    let mut logits_handle = None;
+    let (logits_bytes, logits_fp32_bytes, log_softmax_bytes);
+    if w.spec.kind == ModelKind::DecoderOnly {
+        let has_final = w
+            .spec
+            .tensors
+            .iter()
+            .any(|t| t.component == Component::FinalNorm);
+        let n = if has_final {
+            let n = w.norm(&mut sim, x, t * h, t);
+            sim.drop(x);
+            n
+        } else {
+            x
+        };
+        let head = Lin {
+            in_f: h,
+            out_f: vocab,
+            trainable: w.full,
+            lora_r: None,
+            quantized: false,
+        };
+        let logits = w.linear(&mut sim, n, head, t);
+        sim.drop(n);
+        head_saved = sim.saved_bytes() - before_head;
+        let l32 = sim.cast(logits, 4);
+        let ls = sim.alloc(t * vocab, 4, true);
+        sim.save(ls);
+        let shift = sim.alloc(t, 8, false);
+        sim.save(shift);
+        sim.drop(shift);
+        let loss = sim.alloc(1, 4, true);
+        sim.drop(l32);
+        sim.drop(ls);
+        let _ = loss;
+        logits_handle = Some(logits);
+        logits_bytes = t * vocab * w.c;
+        logits_fp32_bytes = if w.c == 4 { 0 } else { t * vocab * 4 };
+        log_softmax_bytes = t * vocab * 4;
+    } else {
+        // Encoder-only (bert): pooler on the first token and a small classifier; no vocab logits.
+        sim.drop(x);
+        logits_bytes = 0;
+        logits_fp32_bytes = 0;
+        log_softmax_bytes = 0;
+    }
+    let forward_peak = sim.peak_bytes();
+    // autocast exits: the weight cache is released (copies saved for backward survive).
+    for c in std::mem::take(&mut w.cache) {
+        sim.drop(c);
+    }
+    // `del out` (as HF Trainer's compute_loss): the logits die with the model output; only the loss
+    // and what autograd saved live on.
+    if let Some(l) = logits_handle {
+        sim.drop(l);
+    }
+    let forward_end = sim.live_bytes();
+    ActivationProfile {
+        tokens: t,
+        layers,
+        pre_saved_bytes: pre_saved,
+        head_saved_bytes: head_saved,
+        logits_bytes,
+        logits_fp32_bytes,
+        log_softmax_bytes,
+        autocast_copy_bytes: w.autocast_copy_bytes,
+        forward_peak_bytes: forward_peak,
+        forward_end_bytes: forward_end,
+        grad_stream_bytes,
+        ce_backward_bytes: t * vocab * 4 * 2,
+        checkpointing,
+        layers_kept_bytes: kept,
+        inputs_bytes: t * 8,
+    }
+}

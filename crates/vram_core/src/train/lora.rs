@@ -1,0 +1,227 @@
+//! LoRA / QLoRA adapters as `peft` builds them: which `nn.Linear` modules are targeted, the adapters'
+//! shapes (`lora_A: [r, in]`, `lora_B: [out, r]`, no bias) and the exact trainable count.
+//!
+//! Sources:
+//! - default targets: `peft/utils/constants.py`, `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`;
+//! - matching: `peft/tuners/tuners_utils.py`, `check_target_module_exists` (a module matches a target
+//!   when its full name equals it or ends with `"." + target`);
+//! - `all-linear`: `peft/tuners/tuners_utils.py`, `_maybe_include_all_linear_layers` (every
+//!   `nn.Linear`/`Conv1D` leaf name except the output embedding, `lm_head`);
+//! - adapter dtype: `peft/tuners/lora/layer.py` creates the adapters in fp32, and `get_peft_model(...,
+//!   autocast_adapter_dtype=True)` (the default) keeps bf16/fp16 adapters in fp32.
+
+use crate::error::ScenarioError;
+use crate::scenario::{Lora, LoraTargets};
+use crate::spec::{Component, ModelSpec, TensorSpec};
+
+/// peft's default LoRA targets for a `model_type` (`None`: peft asks the user to name them).
+/// Source: `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING` in `peft/utils/constants.py`.
+pub fn default_targets(model_type: &str) -> Option<&'static [&'static str]> {
+    Some(match model_type {
+        "t5" | "mt5" => &["q", "v"],
+        "gpt2" | "gpt_bigcode" => &["c_attn"],
+        "bloom" | "gpt_neox" | "falcon" | "chatglm" => &["query_key_value"],
+        "bert" | "roberta" | "xlm-roberta" | "electra" | "layoutlm" => &["query", "value"],
+        "phi" => &["q_proj", "v_proj", "fc1", "fc2"],
+        "bart" | "opt" | "gptj" | "gpt_neo" | "llama" | "llama4" | "mistral" | "mixtral"
+        | "stablelm" | "gemma" | "gemma2" | "gemma3_text" | "qwen2" | "qwen3" => {
+            &["q_proj", "v_proj"]
+        }
+        "codegen" => &["qkv_proj"],
+        "mpt" => &["Wqkv"],
+        _ => return None,
+    })
+}
+
+/// One adapted module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdaptedLinear {
+    /// Module path (`model.layers.0.self_attn.q_proj`).
+    pub module: String,
+    /// Layer index, if the module is inside a layer.
+    pub layer: Option<u32>,
+    /// Input features of the base linear.
+    pub in_features: u64,
+    /// Output features of the base linear.
+    pub out_features: u64,
+}
+
+impl AdaptedLinear {
+    /// `r · (in + out)`: `lora_A` is `[r, in]`, `lora_B` is `[out, r]`, neither has a bias.
+    pub fn params(&self, r: u64) -> u64 {
+        r.saturating_mul(self.in_features.saturating_add(self.out_features))
+    }
+}
+
+/// The adapters of a LoRA scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoraPlan {
+    /// Rank.
+    pub r: u64,
+    /// Leaf names targeted (after resolving `default` / `all-linear`).
+    pub target_names: Vec<String>,
+    /// Every adapted module.
+    pub adapted: Vec<AdaptedLinear>,
+    /// Σ r·(in + out) over the adapted modules: `model.print_trainable_parameters()`'s count.
+    pub trainable_params: u64,
+}
+
+impl LoraPlan {
+    /// Whether the tensor is the weight of an adapted module.
+    pub fn adapts(&self, t: &TensorSpec) -> bool {
+        t.linear.is_some() && self.rank_for(t).is_some()
+    }
+
+    /// The rank if `t` is an adapted weight.
+    pub fn rank_for(&self, t: &TensorSpec) -> Option<u64> {
+        let module = module_path(&t.name);
+        self.adapted
+            .iter()
+            .any(|a| a.module == module)
+            .then_some(self.r)
+    }
+}
+
+/// Module path of a weight tensor (`...q_proj.weight` → `...q_proj`).
+pub fn module_path(tensor_name: &str) -> &str {
+    tensor_name
+        .rsplit_once('.')
+        .map_or(tensor_name, |(module, _)| module)
+}
+
+fn is_output_head(t: &TensorSpec) -> bool {
+    t.component == Component::LmHead || t.module_leaf() == "lm_head"
+}
+
+/// Resolves the targets and counts the adapters exactly as peft does.
+pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
+    let linears: Vec<&TensorSpec> = spec.tensors.iter().filter(|t| t.linear.is_some()).collect();
+    let target_names: Vec<String> = match &lora.targets {
+        LoraTargets::Default => {
+            let names = default_targets(&spec.text_model_type)
+                .or_else(|| default_targets(&spec.model_type))
+                .ok_or_else(|| ScenarioError::Invalid {
+                    field: "lora.targets".into(),
+                    expected: format!(
+                        "explicit target modules or all-linear: peft has no default targets for \
+                         model_type {:?}",
+                        spec.text_model_type
+                    ),
+                    found: "default".into(),
+                })?;
+            names.iter().map(|s| s.to_string()).collect()
+        }
+        LoraTargets::AllLinear => {
+            let mut names: Vec<String> = Vec::new();
+            for t in &linears {
+                if is_output_head(t) {
+                    continue;
+                }
+                let leaf = t.module_leaf().to_string();
+                if !names.contains(&leaf) {
+                    names.push(leaf);
+                }
+            }
+            names
+        }
+        LoraTargets::Modules(m) => {
+            if m.is_empty() {
+                return Err(ScenarioError::Invalid {
+                    field: "lora.targets".into(),
+                    expected: "at least one module name (q_proj,v_proj) or all-linear".into(),
+                    found: "an empty list".into(),
+                });
+            }
+            m.clone()
+        }
+    };
+    let all_linear = matches!(lora.targets, LoraTargets::AllLinear);
+    let mut adapted = Vec::new();
+    for t in &linears {
+        let Some(shape) = t.linear else { continue };
+        if all_linear && is_output_head(t) {
+            continue;
+        }
+        let module = module_path(&t.name);
+        let hit = target_names
+            .iter()
+            .any(|target| module == target || module.ends_with(&format!(".{target}")));
+        if hit {
+            adapted.push(AdaptedLinear {
+                module: module.to_string(),
+                layer: t.layer,
+                in_features: shape.in_features,
+                out_features: shape.out_features,
+            });
+        }
+    }
+    if adapted.is_empty() {
+        return Err(ScenarioError::Invalid {
+            field: "lora.targets".into(),
+            expected: "module names that exist in the model (peft raises \"Target modules ... not \
+                       found in the base model\")"
+                .into(),
+            found: target_names.join(","),
+        });
+    }
+    let trainable_params = adapted
+        .iter()
+        .map(|a| a.params(lora.r))
+        .fold(0u64, u64::saturating_add);
+    Ok(LoraPlan {
+        r: lora.r,
+        target_names,
+        adapted,
+        trainable_params,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets;
+    use crate::scenario::BaseQuant;
+
+    fn llama8b() -> ModelSpec {
+        let text = presets::find("meta-llama__Llama-3.1-8B").unwrap().json;
+        crate::parse_config(text, None).unwrap()
+    }
+
+    fn lora(targets: LoraTargets) -> Lora {
+        Lora {
+            r: 8,
+            alpha: 16,
+            targets,
+            base_quant: BaseQuant::None,
+        }
+    }
+
+    #[test]
+    fn llama_default_targets_q_and_v_count_like_peft() {
+        // q_proj 4096→4096: 8·(4096+4096) = 65,536; v_proj 4096→1024: 8·(4096+1024) = 40,960;
+        // (65,536 + 40,960) · 32 layers = 3,407,872 — peft's print_trainable_parameters for r=8.
+        let p = plan(&llama8b(), &lora(LoraTargets::Default)).unwrap();
+        assert_eq!(p.target_names, vec!["q_proj", "v_proj"]);
+        assert_eq!(p.adapted.len(), 64);
+        assert_eq!(p.trainable_params, 3_407_872);
+    }
+
+    #[test]
+    fn llama_all_linear_excludes_lm_head() {
+        // per layer: q 8·8192 + k 8·5120 + v 8·5120 + o 8·8192 + gate 8·18432 + up 8·18432
+        // + down 8·18432 = 8 · 82,176 = 657,408; × 32 = 20,971,520.
+        let p = plan(&llama8b(), &lora(LoraTargets::AllLinear)).unwrap();
+        assert_eq!(p.trainable_params, 20_971_520);
+        assert!(p.adapted.iter().all(|a| !a.module.contains("lm_head")));
+    }
+
+    #[test]
+    fn unknown_target_is_rejected_by_field_name() {
+        let err = plan(
+            &llama8b(),
+            &lora(LoraTargets::Modules(vec!["nonexistent".into()])),
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("lora.targets:"));
+    }
+}

@@ -1,0 +1,407 @@
+//! The training memory model: one step of HF `transformers` training (optionally with peft LoRA /
+//! QLoRA, DeepSpeed ZeRO, CPU offload, gradient accumulation), per phase, with three totals:
+//! peak allocated (`torch.cuda.max_memory_allocated`), peak reserved (the caching allocator) and the
+//! device total `nvidia-smi` shows (reserved + CUDA context + cuBLAS workspace).
+//!
+//! Every component is derived from tensors (see the submodules' sources); docs/formulas/training.md
+//! explains each term.
+
+pub mod activations;
+pub mod allocator;
+pub mod lora;
+pub mod persistent;
+pub mod phases;
+pub mod sim;
+pub mod solve;
+pub mod zero;
+
+use crate::error::ScenarioError;
+use crate::report::{DeviceOverheads, Phase, Term};
+use crate::scenario::{Optimizer, Scenario};
+use crate::spec::{Component, ModelSpec};
+use crate::units::group_thousands;
+use serde::{Deserialize, Serialize};
+
+pub use solve::{max_batch, max_seq_len, Budget, BudgetKind};
+
+/// The training budget (`train` in `vram estimate --json`). Device figures are per GPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainEstimate {
+    /// Weights resident on one GPU (quantized base + adapters for QLoRA; the partition at ZeRO-3).
+    pub weights_bytes: u64,
+    /// Gradients on one GPU after backward.
+    pub gradients_bytes: u64,
+    /// Optimizer states on one GPU (incl. DeepSpeed's fp32 master and fp32 grad partitions).
+    pub optimizer_bytes: u64,
+    /// Activations saved for backward when forward ends (incl. logits, fp32 log-softmax, autocast
+    /// weight copies); the forward peak adds the loss's fp32 upcast.
+    pub activations_bytes: u64,
+    /// Optimizer step temporaries (AdamW `foreach`'s `exp_avg_sq_sqrt`, ...).
+    pub optimizer_temp_bytes: u64,
+    /// Communication buffers (DDP buckets, ZeRO reduce bucket, stage-3 gathered layers).
+    pub buffers_bytes: u64,
+    /// Headline: the largest phase peak of tensor bytes (`max_memory_allocated`).
+    pub peak_allocated_bytes: u64,
+    /// The phase where the headline occurs.
+    pub peak_phase: String,
+    /// Peak reserved by the caching allocator (`max_memory_reserved`).
+    pub peak_reserved_bytes: u64,
+    /// What `nvidia-smi` shows for the process: reserved + CUDA context + cuBLAS workspace.
+    pub device_bytes: u64,
+    /// CUDA context assumed.
+    pub cuda_context_bytes: u64,
+    /// cuBLAS workspace assumed.
+    pub workspace_bytes: u64,
+    /// Parameters the optimizer trains.
+    pub trainable_params: u64,
+    /// Parameters (and buffers) that stay frozen.
+    pub frozen_params: u64,
+    /// Bytes per element of the stored parameters.
+    pub param_bytes: u64,
+    /// Bytes per element of matmul outputs.
+    pub compute_bytes: u64,
+    /// Whether `torch.autocast` over fp32 weights is modelled.
+    pub autocast: bool,
+    /// Data-parallel GPUs.
+    pub gpus: u64,
+    /// ZeRO stage.
+    pub zero_stage: u8,
+    /// Host RAM per GPU process for ZeRO offload.
+    pub cpu_offload_bytes: u64,
+    /// Activation components at the end of forward.
+    pub activation_breakdown: Vec<(String, u64)>,
+    /// Phases of the first and the steady-state step.
+    pub phases: Vec<Phase>,
+    /// Every component with its formula and source.
+    pub terms: Vec<Term>,
+}
+
+fn g(n: u64) -> String {
+    group_thousands(n)
+}
+
+fn term(key: &str, bytes: u64, formula: String, source: &str) -> Term {
+    Term {
+        key: key.into(),
+        bytes,
+        formula,
+        source: source.into(),
+    }
+}
+
+/// Estimates one training step of `spec` under `scenario`.
+pub fn estimate_training(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+) -> Result<TrainEstimate, ScenarioError> {
+    scenario.validate()?;
+    let precision = persistent::Precision::of(scenario);
+    let plan = match &scenario.lora {
+        Some(l) => Some(lora::plan(spec, l)?),
+        None => None,
+    };
+    let pers = persistent::persistent(spec, scenario, precision, plan.as_ref());
+    let shard = zero::shard(spec, scenario, precision, &pers);
+    let prof = activations::profile(spec, scenario, precision, plan.as_ref())?;
+    let temp = if shard.optimizer_on_gpu {
+        let t =
+            persistent::optimizer_temp_bytes(scenario.optimizer, &pers, precision.deepspeed_master);
+        if scenario.zero.0 >= 1 {
+            t / scenario.gpus.max(1)
+        } else {
+            t
+        }
+    } else {
+        0
+    };
+    let head_is_tied = spec.tie_word_embeddings
+        || !spec
+            .tensors
+            .iter()
+            .any(|t| t.component == Component::LmHead);
+    let full = plan.is_none();
+    let vh = spec.vocab_size.saturating_mul(spec.hidden_size);
+    let grad_elem = precision.param_bytes;
+    let inputs = phases::PhaseInputs {
+        weights_bytes: shard.weights_bytes,
+        gradients_bytes: shard.gradients_bytes,
+        optimizer_bytes: shard.optimizer_bytes,
+        optimizer_temp_bytes: temp,
+        buffers_bytes: shard.buffers_bytes,
+        states_at_init: shard.states_at_init,
+        grad_accumulation: scenario.grad_accumulation,
+        tied_embedding_grad_bytes: if full
+            && head_is_tied
+            && spec.kind == crate::spec::ModelKind::DecoderOnly
+        {
+            vh.saturating_mul(if precision.autocast { 4 } else { grad_elem })
+        } else {
+            0
+        },
+        head_grad_bytes: if full && spec.kind == crate::spec::ModelKind::DecoderOnly {
+            vh.saturating_mul(grad_elem)
+        } else {
+            0
+        },
+        grad_scale_num: shard.gradients_bytes,
+        grad_scale_den: pers.gradients_bytes.max(1),
+    };
+    let phases = phases::phases(&prof, &inputs);
+    let (peak_phase, peak) = phases
+        .iter()
+        .map(|p| (p.name.clone(), p.peak_allocated_bytes))
+        .fold(
+            (String::new(), 0u64),
+            |acc, x| if x.1 > acc.1 { x } else { acc },
+        );
+    // reserved: persistent tensors rounded one by one + the transient part at the peak.
+    let n = scenario.gpus.max(1);
+    let persistent_sizes = pers.tensors.iter().flat_map(|t| {
+        let w = if scenario.zero.0 >= 3 && scenario.offload_params {
+            0
+        } else if scenario.zero.0 >= 3 {
+            t.weight_bytes.div_ceil(n)
+        } else {
+            t.weight_bytes
+        };
+        let gr = if scenario.zero.0 >= 2 {
+            t.grad_bytes.div_ceil(n)
+        } else {
+            t.grad_bytes
+        };
+        let mut v = vec![w, gr];
+        if shard.optimizer_on_gpu {
+            if scenario.zero.0 >= 1 {
+                v.extend(t.state_tensors.iter().map(|s| s.div_ceil(n)));
+            } else {
+                v.extend(t.state_tensors.iter().copied());
+            }
+        }
+        v
+    });
+    let persistent_alloc = shard.weights_bytes + shard.gradients_bytes + shard.optimizer_bytes;
+    let persistent_reserved = allocator::reserved_for(persistent_sizes)
+        .max(persistent_alloc)
+        .saturating_add(shard.buffers_bytes);
+    // Monotone combination: the rounded persistent tensors or the peak, whichever is larger, plus
+    // one 2 MiB round-up per activation group (layers, embedding, head).
+    let groups = spec.layers.len() as u64 + 2;
+    let transient = peak.saturating_sub(persistent_alloc + shard.buffers_bytes);
+    let peak_reserved = allocator::reserved_for_groups(peak.max(persistent_reserved), groups);
+    let device = peak_reserved
+        .saturating_add(overheads.cuda_context_bytes)
+        .saturating_add(overheads.workspace_bytes);
+
+    // ---- explanations ----
+    let mut terms = Vec::new();
+    let pb = precision.param_bytes;
+    terms.push(term(
+        "weights",
+        shard.weights_bytes,
+        match (&plan, scenario.lora.as_ref().map(|l| l.base_quant)) {
+            (Some(_), Some(crate::scenario::BaseQuant::Nf4)) => format!(
+                "NF4 base: Σ ceil(n/2) + absmax (blocksize 64, double-quant) + 16-bit embeddings/norms/lm_head + fp32 adapters = {} B (quantization state {} B)",
+                g(shard.weights_bytes),
+                g(pers.quant_overhead_bytes)
+            ),
+            (Some(_), Some(crate::scenario::BaseQuant::Int8)) => format!(
+                "int8 base: Σ n + 4·out (SCB) + 16-bit rest + fp32 adapters = {} B",
+                g(shard.weights_bytes)
+            ),
+            _ => format!(
+                "{} params × {pb} B{}{} = {} B",
+                g(pers.trainable_params + pers.frozen_params),
+                if plan.is_some() { " (+ fp32 adapters)" } else { "" },
+                if scenario.zero.0 >= 3 { format!(" / {n} GPUs + gathered layers") } else { String::new() },
+                g(shard.weights_bytes)
+            ),
+        },
+        "params.rs inventory; bitsandbytes functional.quantize_4bit; docs/formulas/training.md §Weights",
+    ));
+    terms.push(term(
+        "gradients",
+        shard.gradients_bytes,
+        format!(
+            "{} trainable params × {} B{} = {} B",
+            g(pers.trainable_params),
+            pers.trainable_elem_bytes,
+            if scenario.zero.0 >= 2 { format!(" / {n} GPUs") } else { String::new() },
+            g(shard.gradients_bytes)
+        ),
+        "gradients take the trainable parameters' dtype (AccumulateGrad); docs/formulas/training.md §Gradients",
+    ));
+    terms.push(term(
+        "optimizer",
+        shard.optimizer_bytes,
+        format!(
+            "{:?}: {} trainable params × {} B/param{} = {} B",
+            scenario.optimizer,
+            g(pers.trainable_params),
+            match scenario.optimizer {
+                Optimizer::Adafactor => "factored row+col fp32".to_string(),
+                o => format!("{}", persistent::state_bytes_per_param(o, pers.state_elem_bytes)),
+            },
+            if scenario.zero.0 >= 1 {
+                format!(" (+ fp32 master & grad partitions) / {n} GPUs")
+            } else {
+                String::new()
+            },
+            g(shard.optimizer_bytes)
+        ),
+        "torch/optim/adamw.py _init_group (zeros_like); bitsandbytes Optimizer8bit; HF Adafactor; DeepSpeed ZeRO; docs/formulas/training.md §Optimizer",
+    ));
+    if temp > 0 {
+        terms.push(term(
+            "optimizer_temp",
+            temp,
+            format!("step temporaries: {} B", g(temp)),
+            "torch/optim/adamw.py _multi_tensor_adamw: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)",
+        ));
+    }
+    let layers_kept = prof.layers_kept_bytes;
+    let l0 = prof.layers.first().cloned().unwrap_or_default();
+    terms.push(term(
+        "activations_layers",
+        layers_kept,
+        if prof.checkpointing {
+            format!(
+                "gradient checkpointing: {} layers × layer input {} B = {} B; one layer recomputed in backward ({} B)",
+                prof.layers.len(),
+                g(l0.input_bytes),
+                g(layers_kept),
+                g(l0.saved_bytes)
+            )
+        } else {
+            format!(
+                "{} layers, layer 0 saves {} B (attention half {} B) for b·s = {} tokens = {} B",
+                prof.layers.len(),
+                g(l0.saved_bytes),
+                g(l0.attn_saved_bytes),
+                g(prof.tokens),
+                g(layers_kept)
+            )
+        },
+        "tensors saved for backward by modeling_llama.py ops (sim.rs walk); docs/formulas/training.md §Activations",
+    ));
+    if prof.autocast_copy_bytes > 0 {
+        terms.push(term(
+            "autocast_weight_copies",
+            prof.autocast_copy_bytes,
+            format!(
+                "low-precision copies of matmul weights × {} B = {} B (included above where saved)",
+                precision.compute_bytes,
+                g(prof.autocast_copy_bytes)
+            ),
+            "aten/src/ATen/autocast_mode.cpp cached_cast",
+        ));
+    }
+    if prof.logits_bytes > 0 {
+        terms.push(term(
+            "logits",
+            prof.logits_bytes,
+            format!(
+                "b·s·V = {} × {} × {} B = {} B",
+                g(prof.tokens),
+                g(spec.vocab_size),
+                precision.compute_bytes,
+                g(prof.logits_bytes)
+            ),
+            "modeling_llama.py LlamaForCausalLM.forward: logits = self.lm_head(hidden_states)",
+        ));
+        terms.push(term(
+            "loss_fp32",
+            prof.logits_fp32_bytes + prof.log_softmax_bytes,
+            format!(
+                "logits.float() {} B (transient) + log_softmax output b·s·V × 4 B {} B (saved)",
+                g(prof.logits_fp32_bytes),
+                g(prof.log_softmax_bytes)
+            ),
+            "transformers loss_utils.py ForCausalLMLoss; aten log_softmax backward saves its output",
+        ));
+        terms.push(term(
+            "loss_backward",
+            prof.ce_backward_bytes,
+            format!(
+                "nll_loss grad + log_softmax grad = 2 × b·s·V × 4 B = {} B",
+                g(prof.ce_backward_bytes)
+            ),
+            "aten nll_loss_backward (dense zeros + scatter), _log_softmax_backward_data",
+        ));
+    }
+    if shard.buffers_bytes > 0 || shard.cpu_offload_bytes > 0 {
+        for (k, b, f) in &shard.notes {
+            terms.push(term(
+                k,
+                *b,
+                f.clone(),
+                "deepspeed/runtime/zero; torch DDP Reducer",
+            ));
+        }
+    }
+    terms.push(term(
+        "peak_allocated",
+        peak,
+        format!("largest phase peak: {peak_phase} = {} B", g(peak)),
+        "phases.rs; torch.cuda.max_memory_allocated",
+    ));
+    terms.push(term(
+        "peak_reserved",
+        peak_reserved,
+        format!(
+            "max(persistent tensors rounded by the caching allocator {} B, peak allocated {} B (transient part {} B)) + {} × 2 MiB rounding = {} B",
+            g(persistent_reserved),
+            g(peak),
+            g(transient),
+            groups,
+            g(peak_reserved)
+        ),
+        "c10/cuda/CUDACachingAllocator.cpp (kSmallBuffer, kLargeBuffer, kRoundLarge); fragmentation not modelled",
+    ));
+    terms.push(term(
+        "device_total",
+        device,
+        format!(
+            "reserved {} B + CUDA context {} B + cuBLAS workspace {} B = {} B",
+            g(peak_reserved),
+            g(overheads.cuda_context_bytes),
+            g(overheads.workspace_bytes),
+            g(device)
+        ),
+        "measured.md §J (context 0.26–0.5 GiB with lazy loading); report.rs DeviceOverheads",
+    ));
+
+    let activation_breakdown = vec![
+        ("layers".to_string(), layers_kept),
+        ("before_layers".to_string(), prof.pre_saved_bytes),
+        ("head".to_string(), prof.head_saved_bytes),
+        ("logits".to_string(), prof.logits_bytes),
+        ("log_softmax".to_string(), prof.log_softmax_bytes),
+        ("inputs".to_string(), prof.inputs_bytes),
+    ];
+    Ok(TrainEstimate {
+        weights_bytes: shard.weights_bytes,
+        gradients_bytes: shard.gradients_bytes,
+        optimizer_bytes: shard.optimizer_bytes,
+        activations_bytes: prof.forward_end_bytes,
+        optimizer_temp_bytes: temp,
+        buffers_bytes: shard.buffers_bytes,
+        peak_allocated_bytes: peak,
+        peak_phase,
+        peak_reserved_bytes: peak_reserved,
+        device_bytes: device,
+        cuda_context_bytes: overheads.cuda_context_bytes,
+        workspace_bytes: overheads.workspace_bytes,
+        trainable_params: pers.trainable_params,
+        frozen_params: pers.frozen_params,
+        param_bytes: precision.param_bytes,
+        compute_bytes: precision.compute_bytes,
+        autocast: precision.autocast,
+        gpus: n,
+        zero_stage: scenario.zero.0,
+        cpu_offload_bytes: shard.cpu_offload_bytes,
+        activation_breakdown,
+        phases,
+        terms,
+    })
+}

@@ -1,0 +1,184 @@
+//! Per-phase memory of a training step as `vram measure` records it: `load`, `forward`, `backward`,
+//! `optimizer` for the first step, and `forward_2`, `backward_2`, `optimizer_2` for the steady state
+//! (optimizer states already allocated).
+//!
+//! - forward: persistent bytes + the simulated forward (activations saved layer by layer, the
+//!   loss's fp32 logits and log-softmax);
+//! - backward: walks the layers in reverse, the saved tensors of layers not yet processed stay,
+//!   the processed layer's gradient temporaries appear, parameter gradients accumulate; the peak is
+//!   the largest of the cross-entropy backward (nll grad + log_softmax grad, b·s·V fp32 each), each
+//!   layer's MLP / attention backward, and the end (all gradients, plus the dense embedding gradient
+//!   added into a tied `lm_head` gradient);
+//! - optimizer: weights + gradients + states + the optimizer's step temporaries; then
+//!   `zero_grad(set_to_none=True)` (the PyTorch ≥ 2.0 default) frees the gradients, except between
+//!   the micro-batches of gradient accumulation.
+
+use super::activations::ActivationProfile;
+use crate::report::Phase;
+
+/// Inputs of the phase computation (per GPU).
+#[derive(Clone, Debug, Default)]
+pub struct PhaseInputs {
+    /// Weights on the device.
+    pub weights_bytes: u64,
+    /// Gradients on the device after backward.
+    pub gradients_bytes: u64,
+    /// Optimizer states on the device.
+    pub optimizer_bytes: u64,
+    /// Optimizer step temporaries (0 when offloaded).
+    pub optimizer_temp_bytes: u64,
+    /// Communication buffers (DDP / ZeRO buckets, stage-3 gathered layers).
+    pub buffers_bytes: u64,
+    /// States created at initialisation (DeepSpeed) rather than in the first step.
+    pub states_at_init: bool,
+    /// Micro-batches per optimizer step.
+    pub grad_accumulation: u64,
+    /// The gradient of the embedding is added into an existing (tied lm_head) gradient.
+    pub tied_embedding_grad_bytes: u64,
+    /// The lm_head weight gradient (or the tied embedding's), produced first in backward.
+    pub head_grad_bytes: u64,
+    /// Scale of per-layer gradients reaching this GPU (partitioned gradients at ZeRO ≥ 2).
+    pub grad_scale_num: u64,
+    /// Denominator of the scale.
+    pub grad_scale_den: u64,
+}
+
+/// Backward peak above `base` (weights, buffers, states present), from the activation profile.
+pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start: u64) -> u64 {
+    let scale = |g: u64| g.saturating_mul(inp.grad_scale_num) / inp.grad_scale_den.max(1);
+    let acts_total = prof.forward_end_bytes;
+    // cross-entropy backward: nll_loss grad + log_softmax grad on top of everything saved.
+    let mut peak = acts_total
+        .saturating_add(prof.ce_backward_bytes)
+        .saturating_add(grads_at_start);
+    // after the head: its saved tensors and the log-softmax are released, the head grad exists.
+    let after_head = acts_total
+        .saturating_sub(prof.log_softmax_bytes)
+        .saturating_sub(prof.head_saved_bytes);
+    let head_grad = if grads_at_start > 0 {
+        0
+    } else {
+        scale(inp.head_grad_bytes)
+    };
+    let mut grads_done = grads_at_start.saturating_add(head_grad);
+    let mut kept_below: u64 = after_head;
+    let kept: Vec<u64> = prof
+        .layers
+        .iter()
+        .map(|l| {
+            if prof.checkpointing {
+                l.input_bytes
+            } else {
+                l.saved_bytes
+            }
+        })
+        .collect();
+    for (i, l) in prof.layers.iter().enumerate().rev() {
+        kept_below = kept_below.saturating_sub(kept.get(i).copied().unwrap_or(0));
+        if grads_at_start == 0 {
+            grads_done = grads_done.saturating_add(scale(l.grad_bytes));
+        }
+        let own = if prof.checkpointing {
+            l.saved_bytes.saturating_add(l.input_bytes)
+        } else {
+            l.saved_bytes
+        };
+        let attn_own = if prof.checkpointing {
+            l.attn_saved_bytes.saturating_add(l.input_bytes)
+        } else {
+            l.attn_saved_bytes
+        };
+        let layer_peak = own
+            .saturating_add(l.mlp_backward_transient_bytes)
+            .max(attn_own.saturating_add(l.attn_backward_transient_bytes));
+        let point = kept_below
+            .saturating_add(layer_peak)
+            .saturating_add(grads_done)
+            .saturating_add(prof.grad_stream_bytes);
+        peak = peak.max(point);
+    }
+    let end = kept_below
+        .saturating_add(inp.gradients_bytes.max(grads_done))
+        .saturating_add(inp.tied_embedding_grad_bytes);
+    peak.max(end)
+}
+
+/// Bytes left after backward beyond the persistent ones: the input ids the caller still holds.
+pub fn backward_end_extra(prof: &ActivationProfile) -> u64 {
+    prof.inputs_bytes
+}
+
+/// The seven phases.
+pub fn phases(prof: &ActivationProfile, inp: &PhaseInputs) -> Vec<Phase> {
+    let w = inp.weights_bytes.saturating_add(inp.buffers_bytes);
+    let g = inp.gradients_bytes;
+    let s = inp.optimizer_bytes;
+    let load_states = if inp.states_at_init { s } else { 0 };
+    let mut out = vec![Phase {
+        name: "load".into(),
+        allocated_bytes: w + load_states,
+        peak_allocated_bytes: w + load_states,
+        components: vec![
+            ("weights".into(), inp.weights_bytes),
+            ("buffers".into(), inp.buffers_bytes),
+            ("optimizer".into(), load_states),
+        ],
+    }];
+    for step in 1..=2u32 {
+        let first = step == 1;
+        let suffix = if first { "" } else { "_2" };
+        let states = if first && !inp.states_at_init { 0 } else { s };
+        // gradient accumulation: the second micro-batch runs with the gradients already allocated.
+        let grads_live = if !first && inp.grad_accumulation > 1 {
+            g
+        } else {
+            0
+        };
+        let extra = backward_end_extra(prof);
+        // the input ids exist from step 1's forward on; the simulated forward accounts for them.
+        let base = w + states + grads_live;
+        out.push(Phase {
+            name: format!("forward{suffix}"),
+            allocated_bytes: base + prof.forward_end_bytes,
+            peak_allocated_bytes: base + prof.forward_peak_bytes,
+            components: vec![
+                ("weights".into(), inp.weights_bytes),
+                ("optimizer".into(), states),
+                ("gradients".into(), grads_live),
+                ("activations".into(), prof.forward_end_bytes),
+            ],
+        });
+        let bwd_peak = w + states + backward_peak(prof, inp, grads_live);
+        out.push(Phase {
+            name: format!("backward{suffix}"),
+            allocated_bytes: w + states + g + extra,
+            peak_allocated_bytes: bwd_peak.max(w + states + g + extra),
+            components: vec![
+                ("weights".into(), inp.weights_bytes),
+                ("optimizer".into(), states),
+                ("gradients".into(), g),
+                (
+                    "activations".into(),
+                    bwd_peak.saturating_sub(w + states + g),
+                ),
+            ],
+        });
+        let opt_start = w + g + extra + states;
+        let opt_peak = w + g + extra + s + inp.optimizer_temp_bytes;
+        // zero_grad(set_to_none=True) at the end of the phase frees the gradients (kept while
+        // accumulating micro-batches).
+        let g_after = if inp.grad_accumulation > 1 { g } else { 0 };
+        out.push(Phase {
+            name: format!("optimizer{suffix}"),
+            allocated_bytes: w + g_after + extra + s,
+            peak_allocated_bytes: opt_peak.max(opt_start),
+            components: vec![
+                ("weights".into(), inp.weights_bytes),
+                ("gradients".into(), g),
+                ("optimizer".into(), s),
+                ("optimizer_temp".into(), inp.optimizer_temp_bytes),
+            ],
+        });
+    }
+    out
+}

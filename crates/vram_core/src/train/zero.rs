@@ -1,0 +1,166 @@
+//! Data parallelism and ZeRO stages 0–3 on N GPUs, with CPU offload: what each GPU holds.
+//!
+//! Sources:
+//! - ZeRO (arXiv 1910.02054, §5): stage 1 partitions optimizer states, stage 2 also gradients,
+//!   stage 3 also parameters; FSDP `SHARD_GRAD_OP` ≈ stage 2 and `FULL_SHARD` ≈ stage 3.
+//! - DeepSpeed's estimators (`deepspeed/runtime/zero/stage_1_and_2.py`
+//!   `estimate_zero2_model_states_mem_needs`: `4·P + 16·P/N` on the GPU without offload;
+//!   `stage3.py` `estimate_zero3_model_states_mem_needs`: `4·largest_layer + 18·P/N`): the 16/18
+//!   bytes include the fp32 gradient partition DeepSpeed keeps next to the fp32 master weights and
+//!   both Adam moments (`single_partition_of_fp32_groups[i].grad`).
+//! - Bucket sizes as the HF Trainer's DeepSpeed integration fills `"auto"`
+//!   (`transformers/integrations/deepspeed.py`): `reduce_bucket_size = hidden²`,
+//!   `stage3_prefetch_bucket_size = 0.9·hidden²`; stage 1/2 with `contiguous_gradients` allocate one
+//!   `reduce_bucket_size` buffer (`ipg_buffer`) in the gradient dtype.
+//! - Plain DDP (stage 0 on N > 1 GPUs): `Reducer` buckets hold a flat copy of every gradient
+//!   (`gradient_as_bucket_view=False`, the default), i.e. one more gradient-sized buffer.
+
+use super::persistent::{Persistent, Precision};
+use crate::scenario::Scenario;
+use crate::spec::ModelSpec;
+
+/// What one GPU (and the host) holds for the model states.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sharded {
+    /// Parameters resident on the GPU (the partition plus gathered layers at stage 3).
+    pub weights_bytes: u64,
+    /// Gradients on the GPU (16-bit model gradients; the partition at stage ≥ 2).
+    pub gradients_bytes: u64,
+    /// Optimizer states on the GPU (incl. DeepSpeed's fp32 master partition and fp32 grad partition).
+    pub optimizer_bytes: u64,
+    /// Communication buffers: DDP gradient buckets, ZeRO reduce bucket, stage-3 gathered layers.
+    pub buffers_bytes: u64,
+    /// Host RAM that offload needs, per GPU process.
+    pub cpu_offload_bytes: u64,
+    /// Whether optimizer states live on the GPU (their step temporaries too).
+    pub optimizer_on_gpu: bool,
+    /// Whether the states are created at initialisation (DeepSpeed `initialize_optimizer_states`).
+    pub states_at_init: bool,
+    /// Explanations of the sharding terms.
+    pub notes: Vec<(String, u64, String)>,
+}
+
+fn div(x: u64, n: u64) -> u64 {
+    x.div_ceil(n.max(1))
+}
+
+/// Largest per-layer parameter count of the main stack (stage-3 gathers at least one layer).
+pub fn largest_layer_params(spec: &ModelSpec) -> u64 {
+    let mut per_layer = vec![0u64; spec.layers.len()];
+    for t in &spec.tensors {
+        if let Some(l) = t.layer {
+            if let Some(slot) = per_layer.get_mut(l as usize) {
+                *slot = slot.saturating_add(t.numel());
+            }
+        }
+    }
+    let embed = spec
+        .tensors
+        .iter()
+        .filter(|t| t.layer.is_none())
+        .map(|t| t.numel())
+        .max()
+        .unwrap_or(0);
+    per_layer.into_iter().max().unwrap_or(0).max(embed)
+}
+
+/// Applies data parallelism / ZeRO to the unsharded budget.
+pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) -> Sharded {
+    let n = s.gpus.max(1);
+    let stage = s.zero.0;
+    let w_all = p.weights_bytes;
+    let g = p.gradients_bytes;
+    let states = p.optimizer_bytes;
+    let h = spec.hidden_size;
+    let mut notes = Vec::new();
+    if stage == 0 {
+        let ddp = if n > 1 { g } else { 0 };
+        if ddp > 0 {
+            notes.push((
+                "ddp_buckets".into(),
+                ddp,
+                format!("DDP reducer buckets: a flat copy of all gradients = {ddp} B"),
+            ));
+        }
+        return Sharded {
+            weights_bytes: w_all,
+            gradients_bytes: g,
+            optimizer_bytes: if s.offload_optimizer { 0 } else { states },
+            buffers_bytes: ddp,
+            cpu_offload_bytes: if s.offload_optimizer { states } else { 0 },
+            optimizer_on_gpu: !s.offload_optimizer,
+            states_at_init: false,
+            notes,
+        };
+    }
+    // DeepSpeed: fp32 master (4 B) and fp32 grad partition (4 B) per trainable parameter in 16-bit
+    // mode; states already fp32.
+    let master = if prec.deepspeed_master {
+        p.trainable_params.saturating_mul(4)
+    } else {
+        0
+    };
+    let fp32_grads = if prec.deepspeed_master {
+        p.trainable_params.saturating_mul(4)
+    } else {
+        0
+    };
+    let opt_partition = div(states.saturating_add(master).saturating_add(fp32_grads), n);
+    let grad_elem = p.trainable_elem_bytes.min(prec.param_bytes.max(2));
+    let bucket = if p.trainable_params > 0 {
+        h.saturating_mul(h)
+            .min(p.trainable_params)
+            .saturating_mul(grad_elem)
+    } else {
+        0
+    };
+    let grads = if stage >= 2 { div(g, n) } else { g };
+    let (weights, gathered) = if stage >= 3 {
+        let largest = largest_layer_params(spec);
+        let gathered = largest.saturating_mul(prec.param_bytes).saturating_mul(2);
+        let part = if s.offload_params { 0 } else { div(w_all, n) };
+        (part, gathered)
+    } else {
+        (w_all, 0)
+    };
+    let offload_opt = s.offload_optimizer;
+    let buffers = bucket.saturating_add(gathered);
+    notes.push((
+        "zero_partition".into(),
+        opt_partition,
+        format!(
+            "(optimizer states {states} + fp32 master {master} + fp32 grad partition {fp32_grads}) / {n} GPUs = {opt_partition} B"
+        ),
+    ));
+    if bucket > 0 {
+        notes.push((
+            "zero_reduce_bucket".into(),
+            bucket,
+            format!("reduce bucket hidden² = {h}² elements × {grad_elem} B = {bucket} B"),
+        ));
+    }
+    if gathered > 0 {
+        notes.push((
+            "zero3_gathered".into(),
+            gathered,
+            format!("stage 3 gathers the largest layer (+ prefetch): 2 × largest layer × {} B = {gathered} B", prec.param_bytes),
+        ));
+    }
+    let mut cpu = 0u64;
+    if offload_opt {
+        cpu = cpu.saturating_add(opt_partition);
+    }
+    if s.offload_params && stage >= 3 {
+        cpu = cpu.saturating_add(div(w_all, n));
+    }
+    Sharded {
+        weights_bytes: weights,
+        gradients_bytes: grads,
+        optimizer_bytes: if offload_opt { 0 } else { opt_partition },
+        buffers_bytes: buffers,
+        cpu_offload_bytes: cpu,
+        optimizer_on_gpu: !offload_opt,
+        states_at_init: true,
+        notes,
+    }
+}

@@ -1,0 +1,133 @@
+//! vLLM start-up figures against published logs (shared research measured.md section H: vLLM v0.19
+//! on an H100 of 79.19 GiB, `vllm serve` defaults: 8192 batched tokens, 1024 sequences).
+
+use vram_core::infer::estimate_inference;
+use vram_core::presets::find;
+use vram_core::report::DeviceOverheads;
+use vram_core::scenario::{Engine, Scenario};
+use vram_core::{parse_config, resolve_value, ModelSpec};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn spec(id: &str) -> ModelSpec {
+    parse_config(find(id).unwrap().json, None).unwrap()
+}
+
+/// A preset with one config key replaced (the Instruct variants differ only in such keys).
+fn patched(id: &str, key: &str, value: u64) -> ModelSpec {
+    let mut v: serde_json::Value = serde_json::from_str(find(id).unwrap().json).unwrap();
+    v[key] = value.into();
+    resolve_value(&v, None).unwrap()
+}
+
+fn vllm(util: f64) -> Scenario {
+    let mut s = Scenario::inference();
+    s.engine = Engine::Vllm;
+    s.serving.gpu_memory_utilization = util;
+    s
+}
+
+fn rel(est: f64, measured: f64) -> f64 {
+    (est - measured) / measured
+}
+
+#[test]
+fn llama31_8b_weights_match_the_logged_model_loading_bytes() {
+    // "Model loading took 14.9889 GiB": 8,030,261,248 × 2 B + rotary cache 131,072 × 128 × 2 B.
+    let e = estimate_inference(
+        &spec("meta-llama__Llama-3.1-8B"),
+        &vllm(0.95),
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    assert_eq!(e.serving.weights_per_gpu_bytes, 16_094_076_928);
+    assert_eq!(e.weights_bytes, 16_094_076_928);
+}
+
+#[test]
+fn llama31_8b_kv_tokens_within_3_percent_of_h3() {
+    // H3: KV 58.11 GiB = 476,016 tokens; fp8 KV 952,032 tokens.
+    let s = spec("meta-llama__Llama-3.1-8B");
+    let e = estimate_inference(&s, &vllm(0.95), &DeviceOverheads::default()).unwrap();
+    assert!(
+        rel(e.serving.kv_tokens as f64, 476_016.0).abs() < 0.03,
+        "{}",
+        e.serving.kv_tokens
+    );
+    assert!(rel(e.serving.kv_pool_bytes as f64 / GIB, 58.11).abs() < 0.03);
+    assert!(rel(e.serving.activation_peak_bytes as f64 / GIB, 1.89).abs() < 0.05);
+    let mut fp8 = vllm(0.95);
+    fp8.kv_dtype = Some("fp8".into());
+    let e8 = estimate_inference(&s, &fp8, &DeviceOverheads::default()).unwrap();
+    assert!(
+        rel(e8.serving.kv_tokens as f64, 952_032.0).abs() < 0.03,
+        "{}",
+        e8.serving.kv_tokens
+    );
+}
+
+#[test]
+fn qwen25_7b_instruct_kv_tokens_within_3_percent_of_h6() {
+    // H6: Qwen2.5-7B-Instruct (max_position_embeddings 32768): KV 58.53 GiB = 1,096,000 tokens.
+    let s = patched("Qwen__Qwen2.5-7B", "max_position_embeddings", 32768);
+    let e = estimate_inference(&s, &vllm(0.95), &DeviceOverheads::default()).unwrap();
+    assert!(
+        rel(e.serving.kv_tokens as f64, 1_096_000.0).abs() < 0.03,
+        "{}",
+        e.serving.kv_tokens
+    );
+    assert!(rel(e.serving.weights_per_gpu_bytes as f64 / GIB, 14.25).abs() < 0.01);
+}
+
+#[test]
+fn tensor_parallel_and_fp8_weights_match_h4_and_h8() {
+    let s = spec("meta-llama__Llama-3.1-8B");
+    for (tp, logged) in [(2u64, 7.51), (4, 3.77)] {
+        let mut sc = vllm(0.95);
+        sc.serving.tensor_parallel_size = tp;
+        let e = estimate_inference(&s, &sc, &DeviceOverheads::default()).unwrap();
+        assert!(rel(e.serving.weights_per_gpu_bytes as f64 / GIB, logged).abs() < 0.005);
+    }
+    let mut sc = vllm(0.95);
+    sc.weights = Some("fp8".into());
+    let e = estimate_inference(&s, &sc, &DeviceOverheads::default()).unwrap();
+    assert!(rel(e.serving.weights_per_gpu_bytes as f64 / GIB, 8.49).abs() < 0.005);
+    assert!(rel(e.serving.kv_pool_bytes as f64 / GIB, 64.61).abs() < 0.03);
+}
+
+#[test]
+fn max_concurrency_divides_blocks_by_pages_per_request() {
+    // Llama-3.1-8B at max_model_len 32768: 2048 pages per request.
+    let mut sc = vllm(0.95);
+    sc.serving.max_model_len = 32768;
+    let e = estimate_inference(
+        &spec("meta-llama__Llama-3.1-8B"),
+        &sc,
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        e.serving.max_concurrency,
+        e.serving.num_blocks as f64 / 2048.0
+    );
+    assert_eq!(e.serving.kv_tokens, e.serving.num_blocks * 16);
+}
+
+#[test]
+fn hybrid_gpt_oss_counts_tokens_per_group_and_caps_sliding_pages() {
+    // 12 full + 12 sliding layers: groups of 12 layers share a page of 16 × 2048 B;
+    // tokens = blocks / 2 groups × 16.
+    let e = estimate_inference(
+        &spec("openai__gpt-oss-20b"),
+        &vllm(0.9),
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    assert_eq!(e.serving.bytes_per_block, 16 * 2048 * 12);
+    assert_eq!(e.serving.kv_tokens, e.serving.num_blocks / 2 * 16);
+    // A request of 131,072 tokens: 8192 full pages + ⌈min(127 + 8192, 131072)/16⌉ + 1 = 521 sliding pages.
+    assert_eq!(
+        e.serving.max_concurrency,
+        e.serving.num_blocks as f64 / (8192.0 + 521.0)
+    );
+}
