@@ -1,11 +1,12 @@
 //! Regenerates docs/accuracy.md: the training estimate against every training case in
 //! docs/measurements/ (per phase, per component) and against the fully specified published rows of
-//! /work/shared/research/measured.md.
+//! `../shared/research/measured.md` (transcribed into published.rs).
 //!
 //! Run from the repository root: `cargo run -p vram_cli --example accuracy`.
-//! Inference: the inference model's section lives in `infer.rs` (`pub fn section(reports) -> String`)
-//! — add `mod infer;` and the marked call below when that file exists.
+//! The inference section (measured inference cases and the published vLLM / HF inference rows) is
+//! rendered by `infer.rs`.
 
+mod infer;
 mod published;
 
 use serde_json::Value;
@@ -86,7 +87,7 @@ fn report_spec(r: &Value) -> Option<vram_core::ModelSpec> {
     let path = r["config"]["path"].as_str()?;
     let candidates = [
         PathBuf::from(path),
-        Path::new("/work/shared/configs").join(Path::new(path).file_name()?),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../vram_core/presets").join(Path::new(path).file_name()?),
     ];
     let text = candidates
         .iter()
@@ -236,9 +237,8 @@ fn main() -> anyhow::Result<()> {
     out.push_str(&measured);
     out.push('\n');
     out.push_str(&published);
-    // Inference section hook: once crates/vram_cli/examples/accuracy/infer.rs exists, add
-    // `mod infer;` at the top and:
-    // out.push_str(&infer::section(&reports.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()));
+    out.push('\n');
+    out.push_str(&infer::section(&reports.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()));
     std::fs::write(root.join("docs/accuracy.md"), out)?;
     eprintln!("wrote docs/accuracy.md");
     Ok(())
