@@ -487,14 +487,14 @@ def make_optimizer(torch, name, params, device_type):
         if not hasattr(torch.optim, "Adafactor"):
             raise ProbeFailure("missing_package", "adafactor needs torch >= 2.5 (torch.optim.Adafactor)")
         return torch.optim.Adafactor(params, lr=lr, foreach=True), "torch.optim.Adafactor(foreach=True)"
-    if name in ("adamw-8bit", "lion"):
+    if name in ("adamw-8bit", "adamw8bit", "lion"):
         try:
             import bitsandbytes as bnb
         except ImportError:
             raise ProbeFailure("missing_package", "%s needs bitsandbytes (pip install bitsandbytes)" % name)
         if device_type != "cuda":
             raise ProbeFailure("unsupported_scenario", "%s (bitsandbytes) runs on CUDA only; use --device cuda" % name)
-        if name == "adamw-8bit":
+        if name != "lion":
             return bnb.optim.AdamW8bit(params, lr=lr), "bitsandbytes.optim.AdamW8bit"
         return bnb.optim.Lion(params, lr=lr), "bitsandbytes.optim.Lion"
     raise ProbeFailure("unsupported_scenario", "optimizer: unknown %r" % name)
@@ -539,6 +539,32 @@ def forward_kwargs(model, head, ids, labels):
     if head != "masked-lm":
         kw["use_cache"] = False
     return kw
+
+
+def learned_position_limit(torch, model, config):
+    """Largest position a model with learned absolute position embeddings (gpt2's wpe, OPT, bert)
+    can embed; None for rotary / ALiBi models, which run past max_position_embeddings."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int):
+        return None
+    for name, mod in model.named_modules():
+        leaf = name.rsplit(".", 1)[-1]
+        if isinstance(mod, torch.nn.Embedding) and ("pos" in leaf or leaf == "wpe"):
+            return limit
+    return None
+
+
+def check_positions(torch, model, scenario, mode):
+    limit = learned_position_limit(torch, model, model.config)
+    if limit is None:
+        return
+    need = int(scenario["seq_len"]) + (1 if mode == "infer" else 0)
+    if need > limit:
+        raise ProbeFailure("unsupported_scenario",
+                           "seq_len: this model embeds at most %d positions (learned position embeddings, "
+                           "max_position_embeddings) and the %s needs %d%s"
+                           % (limit, "step" if mode == "train" else "prefill + 1 decode token", need,
+                              "; use --seq %d or less" % (limit - (1 if mode == "infer" else 0))))
 
 
 def run_train(torch, model, head, scenario, device, tracker, measured, autocast):
@@ -732,6 +758,12 @@ def measure(args):
                 model.train()
             else:
                 model.eval()
+            gc.collect()
+            if device.type == "cuda":
+                # drop the allocator's cache of random-init temporaries, so that reserved memory
+                # from here on is what a checkpoint load would leave
+                torch.cuda.empty_cache()
+        check_positions(torch, model, scenario, mode)
         params = list(model.parameters())
         seen = set()
         measured["weights_bytes"] = unique_storage_bytes(params, seen)

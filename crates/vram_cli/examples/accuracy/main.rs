@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use vram_core::report::DeviceOverheads;
-use vram_core::train::{estimate_training, TrainEstimate};
+use vram_core::train::{estimate_training_counting, Counting, TrainEstimate};
 use vram_core::Scenario;
 
 fn err_pct(est: u64, meas: u64) -> f64 {
@@ -87,7 +87,9 @@ fn report_spec(r: &Value) -> Option<vram_core::ModelSpec> {
     let path = r["config"]["path"].as_str()?;
     let candidates = [
         PathBuf::from(path),
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../vram_core/presets").join(Path::new(path).file_name()?),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../vram_core/presets")
+            .join(Path::new(path).file_name()?),
     ];
     let text = candidates
         .iter()
@@ -129,7 +131,7 @@ fn measurement_section(reports: &[(PathBuf, Value)], errs: &mut Errors) -> Strin
     .ok();
     writeln!(
         s,
-        "| case | counting | weights est/meas | grads est/meas | optimizer est/meas | peak est | peak meas | err |\n|---|---|---|---|---|---|---|---|"
+        "| case | counting | weights est/meas (Δ B) | grads est/meas (Δ B) | optimizer est/meas (Δ B) | peak est | peak meas | err | peak phase est/meas |\n|---|---|---|---|---|---|---|---|---|"
     )
     .ok();
     let mut phase_rows = String::new();
@@ -143,32 +145,49 @@ fn measurement_section(reports: &[(PathBuf, Value)], errs: &mut Errors) -> Strin
             writeln!(s, "| {name} | scenario unreadable | | | | | | |").ok();
             continue;
         };
-        let e: TrainEstimate =
-            match estimate_training(&spec, &scenario, &DeviceOverheads::default()) {
-                Ok(e) => e,
-                Err(err) => {
-                    writeln!(s, "| {name} | not estimated: {err} | | | | | | |").ok();
-                    continue;
-                }
-            };
+        // CPU reports are compared with the CPU allocation semantics (dtype-sized dropout masks,
+        // SDPA-with-dropout on the math path: vram_core::train::Counting); CUDA ones with CUDA's.
+        let counting = if r["measured"]["counting"].as_str() == Some("cpu-exact") {
+            Counting::CpuExact
+        } else {
+            Counting::Cuda
+        };
+        let e: TrainEstimate = match estimate_training_counting(
+            &spec,
+            &scenario,
+            &DeviceOverheads::default(),
+            counting,
+        ) {
+            Ok(e) => e,
+            Err(err) => {
+                writeln!(s, "| {name} | not estimated: {err} | | | | | | |").ok();
+                continue;
+            }
+        };
         let m = &r["measured"];
         let g = |k: &str| m[k].as_u64().unwrap_or(0);
         let peak = g("peak_allocated_bytes");
         let pe = err_pct(e.peak_allocated_bytes, peak);
         errs.peak.push(pe);
+        let delta = |est: u64, meas: u64| est as i128 - meas as i128;
         writeln!(
             s,
-            "| {name} | {} | {}/{} | {}/{} | {}/{} | {} | {} | {:+.1} % |",
+            "| {name} | {} | {}/{} ({:+}) | {}/{} ({:+}) | {}/{} ({:+}) | {} | {} | {:+.2} % | {}/{} |",
             m["counting"].as_str().unwrap_or("?"),
             mib(e.weights_bytes),
             mib(g("weights_bytes")),
+            delta(e.weights_bytes, g("weights_bytes")),
             mib(e.gradients_bytes),
             mib(g("gradients_bytes")),
+            delta(e.gradients_bytes, g("gradients_bytes")),
             mib(e.optimizer_bytes),
             mib(g("optimizer_bytes")),
+            delta(e.optimizer_bytes, g("optimizer_bytes")),
             mib(e.peak_allocated_bytes),
             mib(peak),
-            pe
+            pe,
+            e.peak_phase,
+            m["peak_phase"].as_str().unwrap_or("?")
         )
         .ok();
         writeln!(phase_rows, "\n**{name}**\n\n| phase | alloc est | alloc meas | err | peak est | peak meas | err |\n|---|---|---|---|---|---|---|").ok();
@@ -183,7 +202,7 @@ fn measurement_section(reports: &[(PathBuf, Value)], errs: &mut Errors) -> Strin
             );
             writeln!(
                 phase_rows,
-                "| {pname} | {} | {} | {:+.1} % | {} | {} | {:+.1} % |",
+                "| {pname} | {} | {} | {:+.2} % | {} | {} | {:+.2} % |",
                 mib(ep.allocated_bytes),
                 mib(ma),
                 err_pct(ep.allocated_bytes, ma),
@@ -201,12 +220,23 @@ fn measurement_section(reports: &[(PathBuf, Value)], errs: &mut Errors) -> Strin
 
 fn main() -> anyhow::Result<()> {
     let root = std::env::current_dir()?;
-    let reports = read_reports(&root.join("docs/measurements"));
+    // `--dir DIR --out FILE` compare another set of reports (calibration runs) without touching
+    // docs/accuracy.md.
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from)
+    };
+    let dir = arg("--dir").unwrap_or_else(|| root.join("docs/measurements"));
+    let out_path = arg("--out").unwrap_or_else(|| root.join("docs/accuracy.md"));
+    let reports = read_reports(&dir);
     let mut errs = Errors { peak: Vec::new() };
     let measured = measurement_section(&reports, &mut errs);
     let (published, mut pub_errs) = published::section();
     let mut out = String::new();
-    out.push_str("# Accuracy of the training estimate\n\n");
+    out.push_str("# Accuracy: estimates against measurements\n\n");
     out.push_str(
         "Generated by `cargo run -p vram_cli --example accuracy` (crates/vram_cli/examples/accuracy/); \
          do not edit by hand. Formulas: docs/formulas/training.md.\n\n",
@@ -221,10 +251,10 @@ fn main() -> anyhow::Result<()> {
     writeln!(out, "## Summary\n").ok();
     writeln!(
         out,
-        "- docs/measurements training cases: {} compared; peak allocated median |error| {}, worst {} (target ≤ 3 % / ≤ 10 %).",
+        "- Training measurements: {} compared; peak allocated median |error| {}, worst {} (target ≤ 3 % / ≤ 10 %).",
         errs.peak.len(),
-        if errs.peak.is_empty() { "n/a".into() } else { format!("{med:.1} %") },
-        if errs.peak.is_empty() { "n/a".into() } else { format!("{worst:.1} %") }
+        if errs.peak.is_empty() { "n/a".into() } else { format!("{med:.2} %") },
+        if errs.peak.is_empty() { "n/a".into() } else { format!("{worst:.2} %") }
     )
     .ok();
     writeln!(
@@ -238,8 +268,10 @@ fn main() -> anyhow::Result<()> {
     out.push('\n');
     out.push_str(&published);
     out.push('\n');
-    out.push_str(&infer::section(&reports.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()));
-    std::fs::write(root.join("docs/accuracy.md"), out)?;
-    eprintln!("wrote docs/accuracy.md");
+    out.push_str(&infer::section(
+        &reports.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+    ));
+    std::fs::write(&out_path, out)?;
+    eprintln!("wrote {}", out_path.display());
     Ok(())
 }

@@ -70,7 +70,7 @@ pub struct PhaseDiff {
 /// Measured value of a component key, if the measurement has it.
 fn measured_component(m: &Measured, key: &str) -> Option<u64> {
     match key {
-        "weights" => Some(m.weights_bytes),
+        "weights" => m.weights_bytes,
         "gradients" => m.gradients_bytes,
         "optimizer" | "optimizer_states" => m.optimizer_bytes,
         "kv_cache" => m.kv_cache_bytes,
@@ -102,10 +102,11 @@ pub fn compare(source: &str, terms: &[Term], phases: &[Phase], m: &Measured) -> 
                 })
         })
         .collect();
-    let est_peak = phases
-        .iter()
-        .map(|p| p.peak_allocated_bytes)
-        .max()
+    // The same rule as the measured headline (`Measured::fill_peaks`): the step's phases, not `load`,
+    // whose peak holds random-initialisation temporaries a checkpoint load would not have.
+    let step_peak = phases.iter().filter(|p| p.name != "load").map(|p| p.peak_allocated_bytes).max();
+    let est_peak = step_peak
+        .or_else(|| phases.iter().map(|p| p.peak_allocated_bytes).max())
         .unwrap_or(0);
     EstimateComparison {
         source: source.to_string(),

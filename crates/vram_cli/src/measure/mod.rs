@@ -6,8 +6,6 @@
 //! JSON (docs/measure-report.md). Exit codes: 0 measured, 3 does not fit (out of memory; the report
 //! says in which phase), 2 errors (bad input, Python or packages missing, no CUDA device, ...).
 
-// Wired by the lead once vram_core's training/inference estimates are final (report.estimate).
-#[allow(dead_code)]
 pub mod compare;
 pub mod config_text;
 pub mod python;
@@ -212,7 +210,8 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     ];
     let run = python::run_probe(&python, why, &args, a.verbose)?;
     let out = parse_probe_output(&run, &python)?;
-    let report = build_report(out, &scenario, &a.config, &name, &text, &effective)?;
+    let mut report = build_report(out, &scenario, &a.config, &name, &text, &effective)?;
+    report.estimate = estimate_for(&effective.text, &name, &scenario, &report.measured);
 
     let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
@@ -239,6 +238,35 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The core's estimate of the same step (the effective config, overrides applied), lined up with the
+/// measurement; `None` when the core cannot model this scenario (the report then holds the measurement
+/// alone, and says so on stderr).
+fn estimate_for(
+    config_text: &str,
+    name: &str,
+    scenario: &Scenario,
+    measured: &report::Measured,
+) -> Option<compare::EstimateComparison> {
+    let overheads = vram_core::report::DeviceOverheads::default();
+    let spec = vram_core::parse_config(config_text, Some(name)).ok()?;
+    let version = env!("CARGO_PKG_VERSION");
+    let result = match scenario.mode {
+        Mode::Train => vram_core::train::estimate_training(&spec, scenario, &overheads).map(|e| {
+            compare::compare(&format!("vram_core {version} training model"), &e.terms, &e.phases, measured)
+        }),
+        Mode::Infer => vram_core::infer::estimate_inference(&spec, scenario, &overheads).map(|e| {
+            compare::compare(&format!("vram_core {version} inference model"), &e.terms, &e.phases, measured)
+        }),
+    };
+    match result {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("vram measure: no estimate to compare with: {e}");
+            None
+        }
+    }
+}
+
 /// Writes to stdout; a closed pipe (`vram measure ... | head`) is not an error.
 fn print_stdout(s: &str) -> anyhow::Result<()> {
     use std::io::Write;
@@ -260,10 +288,16 @@ fn parse_probe_output(run: &python::ProbeRun, python: &Path) -> anyhow::Result<P
             .find(|l| !l.trim().is_empty())
             .map(|l| crate::nvml::one_line(l))
             .unwrap_or_else(|| "no output".to_string());
+        let Some(code) = run.code else {
+            anyhow::bail!(
+                "the probe in {} was killed by a signal before it reported (the Linux OOM killer, if \
+                 host RAM ran out: on CPU the step does not fit in memory): {why}",
+                python.display()
+            );
+        };
         anyhow::bail!(
-            "{} printed no report (exit code {}): {why}; is it Python 3 (try --python PATH)?",
-            python.display(),
-            run.code.map_or("none".to_string(), |c| c.to_string())
+            "{} printed no report (exit code {code}): {why}; is it Python 3 (try --python PATH)?",
+            python.display()
         );
     };
     let out: ProbeOutput = serde_json::from_str(line).map_err(|e| {
@@ -310,8 +344,13 @@ fn build_report(
     };
     let missing = |what: &str| anyhow::anyhow!("the probe's report lacks {what}");
     let mut measured = out.measured.ok_or_else(|| missing("measured"))?;
-    if outcome == Outcome::Ok && measured.phases.is_empty() {
-        return Err(missing("measured.phases"));
+    if outcome == Outcome::Ok {
+        if measured.phases.is_empty() {
+            return Err(missing("measured.phases"));
+        }
+        if measured.weights_bytes.is_none() {
+            return Err(missing("measured.weights_bytes"));
+        }
     }
     measured.fill_peaks();
     let failure = match (&outcome, out.error) {
@@ -343,7 +382,11 @@ fn build_report(
         },
         device: out.device.ok_or_else(|| missing("device"))?,
         environment: out.environment.ok_or_else(|| missing("environment"))?,
-        model: out.model.ok_or_else(|| missing("model"))?,
+        model: match (outcome, out.model) {
+            (_, Some(model)) => Some(model),
+            (Outcome::DoesNotFit, None) => None,
+            (Outcome::Ok, None) => return Err(missing("model")),
+        },
         measured,
         failure,
         estimate: None,
@@ -381,6 +424,39 @@ mod tests {
             "{err}"
         );
         assert!(check_measurable(&Scenario::default()).is_ok());
+    }
+
+    #[test]
+    fn oom_while_loading_is_a_does_not_fit_report_without_a_model() {
+        let out: ProbeOutput = serde_json::from_str(
+            r#"{"probe_version":1,"status":"oom",
+                "error":{"kind":"oom","phase":"load","allocated_bytes":1073741824,
+                         "peak_allocated_bytes":2147483648,
+                         "message":"does not fit: OOM in phase load after 2.00 GiB"},
+                "environment":{"python":"3.11","python_executable":"py","platform":"linux",
+                               "torch":"2.11.0","transformers":"5.17.0","peft":null,"accelerate":null,
+                               "bitsandbytes":null,"cuda_runtime":"13.0","torch_threads":8},
+                "device":{"kind":"cuda","index":0,"name":"GPU","total_bytes":1,"driver":"580"},
+                "measured":{"counting":"cuda-allocator","phases":[]}}"#,
+        )
+        .unwrap();
+        let eff = config_text::apply_overrides("{}", &[]).unwrap();
+        let r = build_report(
+            out,
+            &Scenario::default(),
+            Path::new("c.json"),
+            "c",
+            "{}",
+            &eff,
+        )
+        .unwrap();
+        assert_eq!(r.outcome, Outcome::DoesNotFit);
+        assert!(r.model.is_none());
+        assert_eq!(r.measured.weights_bytes, None);
+        let f = r.failure.clone().expect("failure");
+        assert_eq!(f.phase, "load");
+        assert_eq!(f.message, "does not fit: OOM in phase load after 2.00 GiB");
+        assert!(render::table(&r).contains("does not fit: OOM in phase load"));
     }
 
     #[test]

@@ -74,9 +74,13 @@ pub fn run_probe(
         })?;
     {
         let mut stdin = child.stdin.take().context("probe stdin")?;
-        stdin
-            .write_all(PROBE_SOURCE.as_bytes())
-            .with_context(|| format!("writing the probe to {}", python.display()))?;
+        match stdin.write_all(PROBE_SOURCE.as_bytes()) {
+            // the interpreter exited without reading its script: its exit code and stderr tell why
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            other => {
+                other.with_context(|| format!("writing the probe to {}", python.display()))?;
+            }
+        }
     }
     let mut stdout_pipe = child.stdout.take().context("probe stdout")?;
     let out_thread = std::thread::spawn(move || {

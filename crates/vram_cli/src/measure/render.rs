@@ -53,10 +53,8 @@ fn row(out: &mut String, label: &str, bytes: u64) {
 pub fn table(r: &MeasureReport) -> String {
     let m = &r.measured;
     let mut out = String::new();
-    out.push_str(&format!(
-        "Model     {} ({})\n",
-        r.config.name, r.model.class
-    ));
+    let class = r.model.as_ref().map_or("not built", |m| m.class.as_str());
+    out.push_str(&format!("Model     {} ({class})\n", r.config.name));
     if !r.config.overrides.is_empty() {
         let o: Vec<String> = r
             .config
@@ -87,9 +85,11 @@ pub fn table(r: &MeasureReport) -> String {
             .unwrap_or_default()
     ));
     out.push_str(&format!("{:<24}{:>20}{:>12}\n", "Components", "bytes", ""));
-    row(&mut out, "weights", m.weights_bytes);
-    if m.buffers_bytes > 0 {
-        row(&mut out, "buffers", m.buffers_bytes);
+    if let Some(w) = m.weights_bytes {
+        row(&mut out, "weights", w);
+    }
+    if let Some(b) = m.buffers_bytes.filter(|b| *b > 0) {
+        row(&mut out, "buffers", b);
     }
     if let Some(g) = m.gradients_bytes {
         row(&mut out, "gradients", g);
@@ -100,13 +100,13 @@ pub fn table(r: &MeasureReport) -> String {
     if let Some(k) = m.kv_cache_bytes {
         row(&mut out, "KV cache (prefill)", k);
     }
-    let trainable = m.trainable_params_peft.unwrap_or(m.trainable_params);
-    if trainable > 0 {
+    let trainable = m.trainable_params_peft.or(m.trainable_params).unwrap_or(0);
+    if let (true, Some(total)) = (trainable > 0, m.total_params) {
         out.push_str(&format!(
             "  {:<22}{:>20}  of {}\n",
             "trainable params",
             group_thousands(trainable),
-            group_thousands(m.total_params)
+            group_thousands(total)
         ));
     }
     out.push('\n');
@@ -164,6 +164,21 @@ pub fn table(r: &MeasureReport) -> String {
             "Peak device (NVML, this process) {}\n",
             format_gib(p)
         ));
+    }
+    if let Some(e) = &r.estimate {
+        out.push_str(&format!("\nEstimate vs measurement ({})\n", e.source));
+        out.push_str(&format!("  {:<14}{:>20}{:>20}{:>10}\n", "", "estimated B", "measured B", "error"));
+        let rows = e.components.iter().chain(e.phases.iter().map(|p| &p.peak_allocated)).chain(std::iter::once(&e.peak_allocated));
+        for d in rows {
+            let err = d.error_percent.map_or_else(|| "-".to_string(), |p| format!("{p:+.2} %"));
+            out.push_str(&format!(
+                "  {:<14}{:>20}{:>20}{:>10}\n",
+                d.key,
+                group_thousands(d.estimated_bytes),
+                group_thousands(d.measured_bytes),
+                err
+            ));
+        }
     }
     for n in &r.notes {
         out.push_str(&format!("note: {n}\n"));

@@ -38,8 +38,8 @@ pub struct MeasureReport {
     pub device: DeviceInfo,
     /// Library versions.
     pub environment: Environment,
-    /// The model as built.
-    pub model: ModelInfo,
+    /// The model as built (null only when it did not fit while loading).
+    pub model: Option<ModelInfo>,
     /// The measurement.
     pub measured: Measured,
     /// Present when `outcome` is `does-not-fit`.
@@ -178,16 +178,22 @@ pub struct MeasuredPhase {
 pub struct Measured {
     /// `cpu-exact` (the CPU allocator's exact live bytes) or `cuda-allocator` (torch.cuda stats).
     pub counting: String,
-    /// Σ storage bytes of all parameters (frozen and trainable), storages counted once.
-    pub weights_bytes: u64,
+    /// Σ storage bytes of all parameters (frozen and trainable), storages counted once (null only
+    /// when the model did not fit while loading).
+    #[serde(default)]
+    pub weights_bytes: Option<u64>,
     /// Σ storage bytes of buffers not shared with parameters (rotary `inv_freq`, ...).
-    pub buffers_bytes: u64,
+    #[serde(default)]
+    pub buffers_bytes: Option<u64>,
     /// Parameters (elements).
-    pub total_params: u64,
+    #[serde(default)]
+    pub total_params: Option<u64>,
     /// Parameters with `requires_grad` (0 for inference).
-    pub trainable_params: u64,
+    #[serde(default)]
+    pub trainable_params: Option<u64>,
     /// Σ numel × element_size of the trainable parameters.
-    pub trainable_bytes: u64,
+    #[serde(default)]
+    pub trainable_bytes: Option<u64>,
     /// peft's `get_nb_trainable_parameters()[0]` (LoRA only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trainable_params_peft: Option<u64>,
@@ -217,7 +223,7 @@ pub struct Measured {
     /// Σ storage bytes of the KV cache after the decode step (inference).
     #[serde(default)]
     pub kv_cache_bytes_after_decode: Option<u64>,
-    /// The largest `peak_allocated_bytes` over the phases.
+    /// The largest `peak_allocated_bytes` over the step phases (`load` left out, see `fill_peaks`).
     #[serde(default)]
     pub peak_allocated_bytes: u64,
     /// The phase where `peak_allocated_bytes` was reached.
@@ -235,18 +241,32 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// Fills the headline peaks from the phases (the probe reports phases only).
+    /// Fills the headline peaks from the phases (the probe reports phases only). The `load` phase is
+    /// left out unless it is the only one: its peak includes the temporaries of random
+    /// initialisation (`from_config`), which loading a checkpoint does not allocate.
     pub fn fill_peaks(&mut self) {
-        if let Some(p) = self.phases.iter().max_by_key(|p| p.peak_allocated_bytes) {
+        let step: Vec<&MeasuredPhase> = self.phases.iter().filter(|p| p.name != "load").collect();
+        let considered: Vec<&MeasuredPhase> = if step.is_empty() {
+            self.phases.iter().collect()
+        } else {
+            step
+        };
+        // the first phase that reaches the maximum (ties: the earlier phase)
+        let mut best: Option<&MeasuredPhase> = None;
+        for p in &considered {
+            if best.is_none_or(|b| p.peak_allocated_bytes > b.peak_allocated_bytes) {
+                best = Some(p);
+            }
+        }
+        if let Some(p) = best {
             self.peak_allocated_bytes = p.peak_allocated_bytes;
             self.peak_phase = p.name.clone();
         }
-        self.peak_reserved_bytes = self
-            .phases
+        self.peak_reserved_bytes = considered
             .iter()
             .filter_map(|p| p.peak_reserved_bytes)
             .max();
-        self.peak_device_bytes = self.phases.iter().filter_map(|p| p.device_bytes).max();
+        self.peak_device_bytes = considered.iter().filter_map(|p| p.device_bytes).max();
     }
 }
 
@@ -342,14 +362,26 @@ mod tests {
         )
         .unwrap();
         m.phases = vec![
-            phase("load", 10, 12),
+            phase("load", 10, 70),
             phase("forward", 30, 55),
             phase("backward", 20, 50),
         ];
         m.fill_peaks();
-        assert_eq!(m.peak_allocated_bytes, 55);
+        assert_eq!(
+            m.peak_allocated_bytes, 55,
+            "load's init temporaries are not the headline"
+        );
         assert_eq!(m.peak_phase, "forward");
         assert_eq!(m.peak_reserved_bytes, None);
+        m.phases.push(phase("forward_2", 30, 55));
+        m.fill_peaks();
+        assert_eq!(m.peak_phase, "forward", "ties go to the earlier phase");
+        m.phases.truncate(1);
+        m.fill_peaks();
+        assert_eq!(
+            (m.peak_allocated_bytes, m.peak_phase.as_str()),
+            (70, "load")
+        );
     }
 
     #[test]
