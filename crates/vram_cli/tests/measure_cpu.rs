@@ -200,6 +200,17 @@ fn tiny_llama_fp32_adamw_has_exact_weights_gradients_and_optimizer_states() {
             .map(|s| !s.is_empty()),
         Some(true)
     );
+    // The report carries the core's estimate of the same step: persistent memory exact to the byte,
+    // and the headline within the 3 % target.
+    let e = &r["estimate"];
+    for c in e["components"].as_array().expect("estimate components") {
+        if ["weights", "gradients", "optimizer"].contains(&c["key"].as_str().unwrap_or("")) {
+            assert_eq!(c["error_bytes"], 0, "{c}");
+        }
+    }
+    assert_eq!(e["components"].as_array().map(Vec::len), Some(3));
+    let err = e["peak_allocated"]["error_percent"].as_f64().expect("peak error");
+    assert!(err.abs() <= 3.0, "peak estimate off by {err} %");
 }
 
 #[test]
