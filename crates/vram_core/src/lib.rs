@@ -9,6 +9,7 @@
 pub mod error;
 pub mod estimate;
 pub mod fields;
+pub mod gpu_catalog;
 pub mod infer;
 pub mod json;
 pub mod params;

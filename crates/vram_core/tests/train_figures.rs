@@ -38,12 +38,13 @@ fn llama_8b_pure_bf16_adamw_persistent_terms_are_exact() {
 }
 
 #[test]
-fn llama_8b_layer_saves_209032_bytes_per_token_in_pure_bf16_sdpa() {
+fn llama_8b_layer_saves_200840_bytes_per_token_in_pure_bf16_sdpa() {
     // Per token, h = 4096, q = 4096, kv = 1024, I = 14336, 2-byte activations:
     // input_layernorm: x.float() 4h + rstd 4 + y 2h = 24,580; q/k/v input 2h = 8,192;
-    // rotary q 2·4096, k 2·1024, v 2·1024; SDPA output 2·4096 + logsumexp 32·4;
-    // o_proj input (contiguous) 2·4096; post_attention_layernorm 24,580 + its output 8,192;
-    // MLP gate/act/up/product 4 × 2 × 14,336 = 114,688.  Σ = 209,032 B.
+    // rotary q 2·4096, k 2·1024, v 2·1024; SDPA output 2·4096 + logsumexp 32·4 (the kernel writes
+    // the output as (b, s, h, d), so `transpose(1, 2).contiguous()` is a view and o_proj saves that
+    // same storage); post_attention_layernorm 24,580 + its output 8,192;
+    // MLP gate/act/up/product 4 × 2 × 14,336 = 114,688.  Σ = 200,840 B.
     let e = estimate_training(
         &spec("meta-llama__Llama-3.1-8B"),
         &pure_bf16(),
@@ -56,7 +57,7 @@ fn llama_8b_layer_saves_209032_bytes_per_token_in_pure_bf16_sdpa() {
         .find(|(k, _)| k == "layers")
         .unwrap()
         .1;
-    assert_eq!(layers, 32 * 2048 * 209_032);
+    assert_eq!(layers, 32 * 2048 * 200_840);
 }
 
 #[test]
@@ -144,5 +145,109 @@ fn solver_finds_the_boundary_batch() {
     };
     assert_eq!(max_batch(&m, &s, &o, tiny, 1024), None);
     let seq = max_seq_len(&m, &s, &o, budget, 1 << 16).unwrap();
-    assert!(seq >= 512 * 5);
+    // the boundary: seq fits, seq + 1 does not
+    let at_seq = |n: u64| {
+        estimate_training(
+            &m,
+            &Scenario {
+                batch: 1,
+                seq_len: n,
+                ..s.clone()
+            },
+            &o,
+        )
+        .unwrap()
+        .device_bytes
+    };
+    assert!(at_seq(seq) <= budget.bytes && at_seq(seq + 1) > budget.bytes);
+    // b = 5 × 512 tokens fit; one sequence of about as many tokens does too (SDPA activations are
+    // linear in tokens; only the rotary cos/sin, s·head_dim, grow with s alone).
+    assert!(seq >= 512 * 5 - 64, "{seq}");
+}
+
+fn smollm2_fp32_b1_s128() -> Scenario {
+    Scenario {
+        dtype: Dtype::Fp32,
+        mixed_precision: MixedPrecision::None,
+        optimizer: Optimizer::Adamw,
+        batch: 1,
+        seq_len: 128,
+        attention: AttentionImpl::Sdpa,
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn tied_embedding_load_peak_holds_the_untied_lm_head_that_from_config_builds() {
+    // SmolLM2-135M, tied: from_config builds lm_head = Linear(576, 49152) before tie_weights
+    // replaces it. Measured (docs/measurements/smollm2-135m-train-fp32-adamw-b1-s128.json): load
+    // peak 651,306,496 B = weights 538,060,032 + 49,152 × 576 × 4 + 256 B of rotary buffers.
+    let e = estimate_training(
+        &spec("HuggingFaceTB__SmolLM2-135M-Instruct"),
+        &smollm2_fp32_b1_s128(),
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    let load = e.phases.iter().find(|p| p.name == "load").unwrap();
+    assert_eq!(e.weights_bytes, 538_060_032);
+    assert_eq!(load.allocated_bytes, 538_060_032);
+    assert_eq!(load.peak_allocated_bytes, 538_060_032 + 49_152 * 576 * 4);
+}
+
+#[test]
+fn tied_embedding_backward_sums_the_two_gradients_out_of_place_without_autocast() {
+    // End of backward: all gradients + input ids (128 × 8) + the fp32 loss the caller holds (4 B)
+    // + lm_head grad held in the InputBuffer + embedding dense grad + their out-of-place sum,
+    // i.e. 2 × V·H·4 beyond the gradients. Measured backward peak 1,302,613,768 B = this + 256 B
+    // of rotary buffers + 4 B.
+    let e = estimate_training(
+        &spec("HuggingFaceTB__SmolLM2-135M-Instruct"),
+        &smollm2_fp32_b1_s128(),
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    let bwd = e.phases.iter().find(|p| p.name == "backward").unwrap();
+    assert_eq!(
+        bwd.peak_allocated_bytes,
+        538_060_032 * 2 + 128 * 8 + 4 + 2 * 49_152 * 576 * 4
+    );
+    // under bf16 autocast the fp32 lm_head grad (ToCopyBackward output) is summed in place: the
+    // peak is at embedding_dense_backward with the lm_head grad, the dense grad and the incoming
+    // fp32 gradient b·s·H·4 = 128 × 576 × 4 live: all gradients + V·H·4 + 294,912 B.
+    let mixed = Scenario {
+        mixed_precision: MixedPrecision::Bf16,
+        ..smollm2_fp32_b1_s128()
+    };
+    let e = estimate_training(
+        &spec("HuggingFaceTB__SmolLM2-135M-Instruct"),
+        &mixed,
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    let bwd = e.phases.iter().find(|p| p.name == "backward").unwrap();
+    assert_eq!(
+        bwd.peak_allocated_bytes,
+        538_060_032 * 2 + 128 * 8 + 4 + 49_152 * 576 * 4 + 128 * 576 * 4
+    );
+}
+
+#[test]
+fn cpu_counting_keeps_dtype_sized_dropout_masks_where_cuda_keeps_bool_masks() {
+    // gpt2 (embd/attn/resid dropout 0.1), fp32, eager, b1 s128: per layer the attention-probs
+    // mask is 12 × 128² elements and the two residual masks 128 × 768 each, plus the embedding's
+    // 128 × 768. CUDA's native_dropout keeps 1 B per element, CPU's _dropout_impl 4 B (fp32).
+    use vram_core::train::{estimate_training_counting, Counting};
+    let s = Scenario {
+        attention: AttentionImpl::Eager,
+        ..smollm2_fp32_b1_s128()
+    };
+    let g = spec("openai-community__gpt2");
+    let o = DeviceOverheads::default();
+    let cuda = estimate_training_counting(&g, &s, &o, Counting::Cuda).unwrap();
+    let cpu = estimate_training_counting(&g, &s, &o, Counting::CpuExact).unwrap();
+    let masks_per_layer = 12 * 128 * 128 + 2 * 128 * 768;
+    let extra = (12 * masks_per_layer + 128 * 768) * 3;
+    assert_eq!(cpu.activations_bytes - cuda.activations_bytes, extra);
+    // and the default estimate is the CUDA one
+    assert_eq!(estimate_training(&g, &s, &o).unwrap(), cuda);
 }

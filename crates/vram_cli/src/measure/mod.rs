@@ -211,7 +211,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     let run = python::run_probe(&python, why, &args, a.verbose)?;
     let out = parse_probe_output(&run, &python)?;
     let mut report = build_report(out, &scenario, &a.config, &name, &text, &effective)?;
-    report.estimate = estimate_for(&effective.text, &name, &scenario, &report.measured);
+    report.estimate = estimate_for(&effective.text, &name, &scenario, &device, &report.measured);
 
     let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
@@ -245,13 +245,17 @@ fn estimate_for(
     config_text: &str,
     name: &str,
     scenario: &Scenario,
+    device: &str,
     measured: &report::Measured,
 ) -> Option<compare::EstimateComparison> {
     let overheads = vram_core::report::DeviceOverheads::default();
+    // On CPU, PyTorch's dropout and SDPA-with-dropout kernels allocate differently from CUDA's; the
+    // core models both, and compares a CPU measurement with its CPU counting (docs/formulas/training.md).
+    let counting = if device == "cpu" { vram_core::train::Counting::CpuExact } else { vram_core::train::Counting::Cuda };
     let spec = vram_core::parse_config(config_text, Some(name)).ok()?;
     let version = env!("CARGO_PKG_VERSION");
     let result = match scenario.mode {
-        Mode::Train => vram_core::train::estimate_training(&spec, scenario, &overheads).map(|e| {
+        Mode::Train => vram_core::train::estimate_training_counting(&spec, scenario, &overheads, counting).map(|e| {
             compare::compare(&format!("vram_core {version} training model"), &e.terms, &e.phases, measured)
         }),
         Mode::Infer => vram_core::infer::estimate_inference(&spec, scenario, &overheads).map(|e| {

@@ -13,7 +13,8 @@
 //! - SDPA / flash (`sdpa_attention_forward`, `is_causal`, GQA through `enable_gqa`): saves q, k, v,
 //!   the output and an fp32 logsumexp (b·h·s); eager (`eager_attention_forward`): `repeat_kv` copies,
 //!   the b·h·s² scores, `softmax(dtype=float32)` output (saved) and its cast back (saved by the
-//!   second matmul), dropout masks when p > 0; `transpose(1, 2).contiguous()` copies the output.
+//!   second matmul), dropout masks when p > 0; `transpose(1, 2).contiguous()` copies eager's output
+//!   (SDPA kernels already write (b, s, h, d), so the transpose back is free).
 //! - MLP: `down(act(gate(x)) * up(x))` saves gate output (activation input), activation output and up
 //!   output (the product's operands) and the product (down's input).
 //! - head (`LlamaForCausalLM.forward`, `loss_utils.ForCausalLMLoss`): logits b·s·V in the compute
@@ -77,6 +78,8 @@ pub struct ActivationProfile {
     pub ce_backward_bytes: u64,
     /// `input_ids` (int64, also passed as `labels`) on the device for the whole step.
     pub inputs_bytes: u64,
+    /// The shifted labels (int64, b·s) that `nll_loss` saves; released by its backward.
+    pub labels_saved_bytes: u64,
     /// Whether gradient checkpointing is on.
     pub checkpointing: bool,
     /// Σ saved bytes of all layers (without checkpointing), or of their inputs (with it).
@@ -119,6 +122,9 @@ struct Walk<'a> {
     by_layer: Vec<Vec<&'a TensorSpec>>,
     cache: Vec<V>,
     autocast_copy_bytes: u64,
+    /// CPU allocation semantics (`super::Counting::CpuExact`): dtype-sized dropout masks, SDPA
+    /// with dropout through the math path.
+    cpu: bool,
 }
 
 fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
@@ -202,6 +208,25 @@ impl<'a> Walk<'a> {
             sim.share(xa)
         };
         let ae = sim.elem(xa_in);
+        if self.autocast {
+            // autocast casts the fp32 adapters (trainable leaves) to the compute dtype and caches
+            // the copies until it exits (`cached_cast`); lora_B's copy is saved for its input's
+            // gradient, lora_A's only when x requires grad (measured: r·in + out·r × 2 B per
+            // adapted linear under bf16 autocast).
+            for (elems, saved) in [
+                (r.saturating_mul(l.in_f), x.rg),
+                (r.saturating_mul(l.out_f), true),
+            ] {
+                let w = sim.alloc(elems, self.c, true);
+                self.autocast_copy_bytes = self
+                    .autocast_copy_bytes
+                    .saturating_add(elems.saturating_mul(self.c));
+                if saved {
+                    sim.save(w);
+                }
+                self.cache.push(w);
+            }
+        }
         sim.save(xa_in);
         let a = sim.alloc(tokens.saturating_mul(r), ae, true);
         sim.save(a);
@@ -288,7 +313,9 @@ impl<'a> Walk<'a> {
             return x;
         }
         let n = sim.elems(x);
-        let mask = sim.alloc(n, 1, false);
+        // CUDA `native_dropout`: a bool mask; CPU `_dropout_impl`: noise in the input's dtype.
+        let mask_elem = if self.cpu { sim.elem(x) } else { 1 };
+        let mask = sim.alloc(n, mask_elem, false);
         if x.rg {
             sim.save(mask);
         }
@@ -355,7 +382,43 @@ impl<'a> Walk<'a> {
         let ce = sim.elem(qc);
         let out;
         let bwd;
+        let math_path = self.cpu
+            && self.spec.attention_dropout > 0.0
+            && matches!(self.attention, AttentionImpl::Sdpa | AttentionImpl::Flash);
         match self.attention {
+            AttentionImpl::Sdpa | AttentionImpl::Flash if math_path => {
+                // `_scaled_dot_product_attention_math` (the CPU fallback when dropout_p > 0):
+                // q·√scale and k·√scale (saved by the bmm), the causal mask materialised as a
+                // b·s² fp32 `where` (transient), scores b·h·s² (+ mask in place), `_safe_softmax`
+                // output (saved), dropout noise (saved) and the dropped probabilities (saved by
+                // the bmm with v); the bmm output is (b, h, s, d) and gets copied below.
+                let sq = b
+                    .saturating_mul(a.num_heads)
+                    .saturating_mul(s)
+                    .saturating_mul(s);
+                let qs = sim.alloc(q_elems, ce, rg);
+                let mask = sim.alloc(s.saturating_mul(s), ce, false);
+                let ks = sim.alloc(kv_elems, ce, rg);
+                let scores = sim.alloc(sq, ce, rg);
+                let sm = sim.alloc(sq, ce, rg);
+                sim.transient(sq);
+                sim.drop(scores);
+                if rg {
+                    for x in [qs, ks, sm, vc] {
+                        sim.save(x);
+                    }
+                }
+                let probs = self.dropout(sim, sm, self.spec.attention_dropout);
+                if rg {
+                    sim.save(probs);
+                }
+                out = sim.alloc(o_elems, ce, rg);
+                sim.drop(mask);
+                for x in [qs, ks, probs] {
+                    sim.drop(x);
+                }
+                bwd = sq.saturating_mul(2 * ce);
+            }
             AttentionImpl::Sdpa | AttentionImpl::Flash => {
                 out = sim.alloc(o_elems, ce, rg);
                 let lse = sim.alloc(b.saturating_mul(a.num_heads).saturating_mul(s), 4, false);
@@ -423,9 +486,18 @@ impl<'a> Walk<'a> {
         for x in [qc, kc, vc] {
             sim.drop(x);
         }
-        let contiguous = sim.alloc(o_elems, ce, rg);
-        sim.drop(out);
-        (contiguous, bwd)
+        // `attn_output.transpose(1, 2).contiguous()`: the SDPA kernels (CPU flash, CUDA flash and
+        // memory-efficient) allocate their output as (b, s, h, d) and return a transposed view, so
+        // the transpose back is already contiguous and no copy is made (measured: one (b,h,s,d)
+        // allocation, `empty_like` in `_scaled_dot_product_flash_attention_for_cpu`, per layer);
+        // eager's matmul output is (b, h, s, d) and is copied.
+        if self.attention == AttentionImpl::Eager || math_path {
+            let contiguous = sim.alloc(o_elems, ce, rg);
+            sim.drop(out);
+            (contiguous, bwd)
+        } else {
+            (out, bwd)
+        }
     }
 
     fn rotary(&self, sim: &mut Sim, x: V, elems: u64) -> V {
@@ -584,8 +656,27 @@ impl<'a> Walk<'a> {
                 .saturating_mul(grads)
                 .saturating_sub(if saves_prod { t * inner * self.c } else { 0 });
             trans = trans.max(tt);
-            let y = self.linear(sim, prod, down, t);
+            let mut y = self.linear(sim, prod, down, t);
             sim.drop(prod);
+            // Qwen2-MoE: `sigmoid(shared_expert_gate(x)) * shared_expert_output`; the product saves
+            // the shared expert's output (b·s·H) and the sigmoid output.
+            let shared_gate = tensors
+                .iter()
+                .copied()
+                .find(|t| t.name.contains(".shared_expert_gate") && t.linear.is_some());
+            if let (Component::SharedExperts, Some(gt)) = (comp, shared_gate) {
+                let gl = self.lin(gt);
+                let g = self.linear(sim, n, gl, t);
+                let sig = sim.alloc(sim.elems(g), sim.elem(g), g.rg);
+                if g.rg {
+                    sim.save(sig);
+                }
+                sim.drop(g);
+                let gated_y = self.mul(sim, sig, y);
+                sim.drop(sig);
+                sim.drop(y);
+                y = gated_y;
+            }
             out_acc = Some(match out_acc {
                 None => y,
                 Some(prev) => {
@@ -775,6 +866,7 @@ pub fn profile(
     scenario: &Scenario,
     precision: Precision,
     lora: Option<&LoraPlan>,
+    counting: super::Counting,
 ) -> Result<ActivationProfile, ScenarioError> {
     checked_dims(spec)?;
     let mut by_layer: Vec<Vec<&TensorSpec>> = vec![Vec::new(); spec.layers.len()];
@@ -827,6 +919,7 @@ pub fn profile(
         by_layer,
         cache: Vec::new(),
         autocast_copy_bytes: 0,
+        cpu: counting == super::Counting::CpuExact,
     };
     let full = run(&mut w, false);
     let mut prof = full.clone();
@@ -875,6 +968,24 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         x = n;
     }
     x = w.dropout(&mut sim, x, w.spec.hidden_dropout);
+    // Rotary `position_embeddings = self.rotary_emb(x, position_ids)`: cos and sin, s·head_dim
+    // each (position_ids is (1, s), broadcast over the batch) in the hidden states' dtype
+    // (computed in fp32, `.to(x.dtype)`), made once per forward and saved by every layer's
+    // `q * cos` / `rotate_half(q) * sin` (measured: 2 × 2048 × 64 × 4 B live through forward for
+    // SmolLM2 fp32 at s = 2048).
+    if w.rope {
+        let head_dim = w
+            .spec
+            .layers
+            .iter()
+            .find_map(|l| l.attention.map(|a| a.head_dim))
+            .unwrap_or(0);
+        for _ in 0..2 {
+            let c = sim.alloc(w.s.saturating_mul(head_dim), emb_elem, false);
+            sim.save(c);
+            sim.drop(c);
+        }
+    }
     let pre_saved = sim.saved_bytes();
     let mask = if w.attention == AttentionImpl::Eager {
         Some(sim.alloc(w.b * w.s * w.s, sim.elem(x), false))
@@ -928,7 +1039,6 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
             quantized: false,
         };
         let logits = w.linear(&mut sim, n, head, t);
-        sim.drop(n);
         head_saved = sim.saved_bytes() - before_head;
         let l32 = sim.cast(logits, 4);
         let ls = sim.alloc(t * vocab, 4, true);
@@ -940,6 +1050,12 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         sim.drop(l32);
         sim.drop(ls);
         let _ = loss;
+        // the final hidden state stays referenced by the base model's output
+        // (`outputs.last_hidden_state` in `LlamaForCausalLM.forward`) until the loss is computed
+        // and forward returns; it is freed then unless the head saved it (measured: t·H·4 B more
+        // at the loss for a frozen fp32 head under LoRA, and the fp32 stream next to its bf16
+        // cast under autocast).
+        sim.drop(n);
         logits_handle = Some(logits);
         logits_bytes = t * vocab * w.c;
         logits_fp32_bytes = if w.c == 4 { 0 } else { t * vocab * 4 };
@@ -978,5 +1094,6 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         checkpointing,
         layers_kept_bytes: kept,
         inputs_bytes: t * 8,
+        labels_saved_bytes: if logits_bytes > 0 { t * 8 } else { 0 },
     }
 }

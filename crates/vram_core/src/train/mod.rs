@@ -89,11 +89,44 @@ fn term(key: &str, bytes: u64, formula: String, source: &str) -> Term {
     }
 }
 
-/// Estimates one training step of `spec` under `scenario`.
+/// Whose allocation semantics an estimate predicts.
+///
+/// The two differ only where PyTorch's CPU kernels allocate differently from the CUDA ones, which
+/// is what `vram measure --device cpu` (exact CPU tensor bytes) counts:
+/// - dropout in training: CUDA runs `native_dropout` (a 1-byte bool mask saved); CPU runs
+///   `at::dropout`'s `_dropout_impl` (`empty_like(input).bernoulli_()`: the mask in the input's
+///   dtype, saved by the `mul`) — aten/src/ATen/native/Dropout.cpp, `is_fused_kernel_acceptable`
+///   is true for CUDA/XPU only;
+/// - SDPA with `dropout_p > 0` (gpt2 in training): CUDA's flash / memory-efficient kernels take the
+///   dropout in the kernel (O(s) saved), the CPU flash kernel refuses dropout (sdp_utils_cpp.cpp
+///   `check_for_dropout`) and `_scaled_dot_product_attention_math` materialises the b·h·s² scores,
+///   softmax, dropout noise and dropped probabilities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Counting {
+    /// `torch.cuda.max_memory_allocated` on a CUDA device (the default, what users see).
+    #[default]
+    Cuda,
+    /// Exact live tensor bytes on CPU, as `vram measure --device cpu` reports them.
+    CpuExact,
+}
+
+/// Estimates one training step of `spec` under `scenario` on a CUDA device.
 pub fn estimate_training(
     spec: &ModelSpec,
     scenario: &Scenario,
     overheads: &DeviceOverheads,
+) -> Result<TrainEstimate, ScenarioError> {
+    estimate_training_counting(spec, scenario, overheads, Counting::Cuda)
+}
+
+/// Estimates one training step with the allocation semantics of `counting` (see [`Counting`]);
+/// `Counting::CpuExact` predicts `vram measure --device cpu` and is what docs/accuracy.md compares
+/// the CPU measurements with.
+pub fn estimate_training_counting(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    counting: Counting,
 ) -> Result<TrainEstimate, ScenarioError> {
     scenario.validate()?;
     let precision = persistent::Precision::of(scenario);
@@ -103,7 +136,7 @@ pub fn estimate_training(
     };
     let pers = persistent::persistent(spec, scenario, precision, plan.as_ref());
     let shard = zero::shard(spec, scenario, precision, &pers);
-    let prof = activations::profile(spec, scenario, precision, plan.as_ref())?;
+    let prof = activations::profile(spec, scenario, precision, plan.as_ref(), counting)?;
     let temp = if shard.optimizer_on_gpu {
         let t =
             persistent::optimizer_temp_bytes(scenario.optimizer, &pers, precision.deepspeed_master);
@@ -131,11 +164,52 @@ pub fn estimate_training(
         buffers_bytes: shard.buffers_bytes,
         states_at_init: shard.states_at_init,
         grad_accumulation: scenario.grad_accumulation,
-        tied_embedding_grad_bytes: if full
-            && head_is_tied
+        // Bytes beyond all gradients at the embedding's backward, the last node. Its incoming
+        // gradient (b·s·H in the embedding's dtype) is alive while `embedding_dense_backward`
+        // builds the dense V·H gradient (`zeros` + `index_add`). Untied, that dense gradient
+        // becomes `.grad` (counted in the gradients). Tied, the weight has one AccumulateGrad node
+        // fed by two edges: the engine's InputBuffer (torch/csrc/autograd/input_buffer.cpp
+        // `accumulate`) holds the lm_head gradient (V·H) until the dense one arrives and sums them.
+        // The lm_head gradient straight out of `mm` is not summed in place, so after the incoming
+        // gradient is released `old + new` makes a third V·H tensor (measured: mm, zeros and
+        // aten::add = 3 × V·H live, SmolLM2-135M fp32); under autocast the lm_head gradient is the
+        // fresh fp32 output of ToCopyBackward and is summed in place (lm_head grad + dense grad +
+        // incoming gradient live; measured on SmolLM2 4 layers mixed bf16).
+        tied_embedding_grad_bytes: if full && spec.kind == crate::spec::ModelKind::DecoderOnly {
+            let incoming = prof
+                .tokens
+                .saturating_mul(spec.hidden_size)
+                .saturating_mul(precision.param_bytes);
+            if !head_is_tied {
+                incoming
+            } else if precision.autocast {
+                vh.saturating_mul(4).saturating_add(incoming)
+            } else {
+                let vhe = vh.saturating_mul(grad_elem);
+                vhe.saturating_mul(2).max(vhe.saturating_add(incoming))
+            }
+        } else {
+            0
+        },
+        // `from_config` (what `vram measure` runs) builds `lm_head = nn.Linear(H, V)` with its own
+        // weight and only then ties it to the embedding (`PreTrainedModel.tie_weights`:
+        // `setattr(parent, name, source_param)`), freeing the head's weight: a V·H transient at
+        // load. `from_pretrained` initialises on the meta device and has none. peft adds the
+        // adapters after the tying, so they count against the transient (peak = max(base + V·H,
+        // base + adapters)).
+        load_transient_bytes: if head_is_tied
+            && spec.tie_word_embeddings
             && spec.kind == crate::spec::ModelKind::DecoderOnly
+            && scenario
+                .lora
+                .as_ref()
+                .is_none_or(|l| l.base_quant == crate::scenario::BaseQuant::None)
         {
-            vh.saturating_mul(if precision.autocast { 4 } else { grad_elem })
+            let adapters = plan
+                .as_ref()
+                .map_or(0, |p| p.trainable_params.saturating_mul(4));
+            vh.saturating_mul(precision.param_bytes)
+                .saturating_sub(adapters)
         } else {
             0
         },
@@ -148,8 +222,13 @@ pub fn estimate_training(
         grad_scale_den: pers.gradients_bytes.max(1),
     };
     let phases = phases::phases(&prof, &inputs);
+    // The headline leaves out `load`: its peak holds the random-initialisation transient of
+    // `from_config` (the untied lm_head) that loading a checkpoint does not allocate, and without
+    // it the load phase never exceeds the step phases (docs/measure-report.md defines
+    // `measured.peak_allocated_bytes` the same way).
     let (peak_phase, peak) = phases
         .iter()
+        .filter(|p| p.name != "load")
         .map(|p| (p.name.clone(), p.peak_allocated_bytes))
         .fold(
             (String::new(), 0u64),

@@ -33,8 +33,13 @@ pub struct PhaseInputs {
     pub states_at_init: bool,
     /// Micro-batches per optimizer step.
     pub grad_accumulation: u64,
-    /// The gradient of the embedding is added into an existing (tied lm_head) gradient.
+    /// Extra bytes beyond all gradients at the embedding's backward (the last node): its incoming
+    /// gradient, and for a tied embedding the second V·H gradient (and the out-of-place sum when
+    /// not under autocast).
     pub tied_embedding_grad_bytes: u64,
+    /// Transient at load beyond the weights: the untied `lm_head` weight that `from_config` builds
+    /// before tying it to the embedding.
+    pub load_transient_bytes: u64,
     /// The lm_head weight gradient (or the tied embedding's), produced first in backward.
     pub head_grad_bytes: u64,
     /// Scale of per-layer gradients reaching this GPU (partitioned gradients at ZeRO ≥ 2).
@@ -54,6 +59,7 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
     // after the head: its saved tensors and the log-softmax are released, the head grad exists.
     let after_head = acts_total
         .saturating_sub(prof.log_softmax_bytes)
+        .saturating_sub(prof.labels_saved_bytes)
         .saturating_sub(prof.head_saved_bytes);
     let head_grad = if grads_at_start > 0 {
         0
@@ -97,7 +103,10 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
             .saturating_add(prof.grad_stream_bytes);
         peak = peak.max(point);
     }
+    // the embedding's backward comes last: what was saved before the first layer (embedding
+    // dropout masks, rotary cos/sin) has been released by then.
     let end = kept_below
+        .saturating_sub(prof.pre_saved_bytes)
         .saturating_add(inp.gradients_bytes.max(grads_done))
         .saturating_add(inp.tied_embedding_grad_bytes);
     peak.max(end)
@@ -117,7 +126,7 @@ pub fn phases(prof: &ActivationProfile, inp: &PhaseInputs) -> Vec<Phase> {
     let mut out = vec![Phase {
         name: "load".into(),
         allocated_bytes: w + load_states,
-        peak_allocated_bytes: w + load_states,
+        peak_allocated_bytes: w + load_states + inp.load_transient_bytes,
         components: vec![
             ("weights".into(), inp.weights_bytes),
             ("buffers".into(), inp.buffers_bytes),
