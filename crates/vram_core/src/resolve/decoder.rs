@@ -692,7 +692,7 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
             let shared = f.u64("shared_expert_intermediate_size")?.unwrap_or(0);
             layout.shared_gate = shared > 0;
             let moe = (0..num_layers)
-                .map(|i| !only_mlp.contains(&(i as u64)) && (i as u64 + 1) % step == 0)
+                .map(|i| !only_mlp.contains(&(i as u64)) && (i as u64 + 1).is_multiple_of(step))
                 .collect();
             (shared, moe)
         }
@@ -707,7 +707,7 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
             layout.router_buffer_bias = f.str("topk_method")? == Some("noaux_tc")
                 || (model_type != "deepseek_v2" && f.str("topk_method")?.is_none());
             let moe = (0..num_layers)
-                .map(|i| i as u64 >= first_dense && (i as u64) % freq == 0)
+                .map(|i| i as u64 >= first_dense && (i as u64).is_multiple_of(freq))
                 .collect();
             (shared, moe)
         }
