@@ -48,7 +48,9 @@ fn llama3_8b_kv_at_8192_tokens_is_exactly_one_gib() {
 #[test]
 fn llama3_8b_prefill_peak_is_weights_cache_and_largest_layer() {
     // weights 8,030,261,248 × 2; KV 4096 × 131,072; MLP 4096 × (2·4096 + 3·14336) × 2 = 419,430,400;
-    // rotary cos/sin 4096 × 128 × 2 × 2 = 2,097,152.
+    // the last layer's input (held by the caller's loop) 4096 × 4096 × 2 = 33,554,432; inputs_embeds
+    // (held by LlamaModel.forward) 33,554,432; int64 position ids 4096 × 8 = 32,768; rotary cos/sin
+    // (batch 1) 4096 × 128 × 2 × 2 = 2,097,152. Sum 488,669,184.
     let e = estimate_inference(
         &spec("meta-llama__Llama-3.1-8B"),
         &hf(Dtype::Bf16, 1, 4096),
@@ -56,10 +58,14 @@ fn llama3_8b_prefill_peak_is_weights_cache_and_largest_layer() {
     )
     .unwrap();
     let prefill = e.phases.iter().find(|p| p.name == "prefill").unwrap();
-    assert_eq!(e.activations_bytes, 419_430_400 + 2_097_152);
+    assert_eq!(
+        e.activations_bytes,
+        419_430_400 + 33_554_432 + 33_554_432 + 32_768 + 2_097_152
+    );
+    assert_eq!(e.activations_bytes, 488_669_184);
     assert_eq!(
         prefill.peak_allocated_bytes,
-        16_060_522_496 + 536_870_912 + 419_430_400 + 2_097_152
+        16_060_522_496 + 536_870_912 + 488_669_184
     );
     // After the prefill: weights, cache and the last position's logits (128,256 × 2 B).
     assert_eq!(
@@ -138,14 +144,21 @@ fn eager_attention_costs_more_than_sdpa_at_long_prompts() {
     eager.attention = AttentionImpl::Eager;
     let e = estimate_inference(&s, &eager, &o()).unwrap();
     let d = estimate_inference(&s, &hf(Dtype::Bf16, 1, 4096), &o()).unwrap();
-    // Scores 32 × 4096² × 8 B replace the MLP as the largest layer; the 4096² × 2 B mask is extra.
+    // At the softmax: the normed input and rotated q 4096 × (4096 + 4096) × 2 = 134,217,728 / 2;
+    // repeat_kv's K and V copies at 32 heads 4096 × 32 × (128 + 128) × 2 = 67,108,864; bf16 scores,
+    // their fp32 copy and the fp32 softmax 32 × 4096² × (2 + 4 + 4) = 5,368,709,120 replace the MLP
+    // as the largest layer; the layer's input, inputs_embeds and the 4096² × 2 B mask 33,554,432
+    // each; position ids 32,768; rotary 2,097,152. Sum 5,605,720,064.
     assert_eq!(
         e.activations_bytes,
-        4096 * (2 * 4096 + 2 * 4096 + 2 * 1024 + 1024) * 2
-            + 32 * 4096 * 4096 * 8
-            + 4096 * 4096 * 2
+        4096 * (4096 + 4096) * 2
+            + 4096 * 32 * (128 + 128) * 2
+            + 32 * 4096 * 4096 * 10
+            + 3 * 4096 * 4096 * 2
+            + 4096 * 8
             + 2_097_152
     );
+    assert_eq!(e.activations_bytes, 5_605_720_064);
     assert!(e.peak_allocated_bytes > d.peak_allocated_bytes + (7u64 << 29));
 }
 
@@ -173,7 +186,10 @@ fn solvers_return_the_boundary() {
     // vLLM at 8192 tokens: as many sequences as the pool holds pages for.
     let mut v = hf(Dtype::Bf16, 1, 8192);
     v.engine = Engine::Vllm;
-    assert_eq!(max_context(&s, &hf(Dtype::Bf16, 1, 4096), &o()).unwrap(), 131_072);
+    assert_eq!(
+        max_context(&s, &hf(Dtype::Bf16, 1, 4096), &o()).unwrap(),
+        131_072
+    );
     let n = max_batch(&s, &v, &o()).unwrap();
     v.serving.max_model_len = 8192;
     let e = estimate_inference(&s, &v, &o()).unwrap();

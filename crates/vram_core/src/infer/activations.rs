@@ -1,24 +1,40 @@
 //! Transient activation memory of a forward pass without gradients (prefill, decode, vLLM's
-//! profiling run): what is alive at the peak of the largest layer, and the logits.
+//! profiling run): what is alive at the peak of the largest layer, and at the head.
 //!
-//! What HF transformers 5 keeps alive at once inside one decoder layer (`modeling_llama.py` and the
-//! generated copies), for `T = batch × tokens` tokens in the activation dtype `a`:
-//! - attention (SDPA / flash): the residual and the normed input (2h), q, k, v and the rotated q and
-//!   k (2q + 2k + v); SDPA's flash / memory-efficient kernels keep O(T) softmax statistics only.
-//! - eager attention (`eager_attention_forward`): `matmul` and `* scaling`, `+ mask`, `softmax(dtype=
-//!   float32)` and `.to(dtype)` overlap, so 8 bytes per score element (2 + 4 + 2, or 4 + 4 in fp32)
-//!   over `batch × heads × tokens × kv_len`, plus the additive float mask `batch × tokens × kv_len`
-//!   (built once per forward, alive for all layers).
-//! - gated MLP: `act(gate(x)) * up(x)` holds act, up and their product (3I) with x and the residual
-//!   (2h); plain MLPs hold 2I.
+//! Derived from the installed transformers 5.17 / torch 2.11 sources and checked allocation by
+//! allocation against the CPU profiler (live tensors at the peak, `docs/formulas/inference.md`
+//! §Prefill and decode peaks). For `T = batch × tokens` tokens in the activation dtype `a`:
+//! - the whole forward (`LlamaModel.forward` and its copies, `GPT2Model.forward`): `inputs_embeds`
+//!   (`T × h`) stays bound in the model's frame until it returns; gpt2 also keeps its learned
+//!   `position_embeds` (`tokens × h`, batch 1) and adds them into a new tensor; the int64
+//!   `position_ids` (`tokens × 8 B`, batch 1: `arange(...).unsqueeze(0)`); rotary `cos`/`sin`
+//!   (`tokens × head_dim` each, batch 1 because `position_ids` has batch 1); eager's additive mask.
+//! - the block input: the caller's loop (`hidden_states = decoder_layer(hidden_states, …)`) keeps the
+//!   layer's input alive for the whole layer; for layer 0 of a rotary model it is `inputs_embeds`
+//!   itself, for gpt2 it is the new `inputs_embeds + position_embeds`.
+//! - attention (SDPA / flash): the normed input (h), q, k, v and the rotated q and k (2q + 2k + v);
+//!   SDPA's flash / memory-efficient kernels keep O(T) softmax statistics only.
+//! - eager attention (`eager_attention_forward`): the normed input, the rotated q, and
+//!   `repeat_kv`'s contiguous copies of K and V at all query heads over `kv_len` (GQA/MQA only:
+//!   `expand(...).reshape(...)` copies; `n_rep == 1` returns the cache tensor itself), plus the
+//!   scores `batch × heads × tokens × kv_len`: `softmax(x, dtype=float32)` is
+//!   `_softmax(x.toType(float32))` in ATen (`SoftMax.cpp`; only CUDA fp16 takes the fused
+//!   `half_to_float` path), so the masked 16-bit scores, their fp32 copy and the fp32 softmax are
+//!   alive together: `a + 4 + 4` B per element in 16-bit, 8 B in fp32 (`toType` is a no-op). gpt2,
+//!   bert and t5 call `softmax` without a dtype: the masked scores and the softmax, `2a`.
+//! - gated MLP: the residual and the normed input (2h) and `act(gate(x)) * up(x)` (act, up and their
+//!   product, 3I); a plain MLP holds `c_fc`'s output and the activation's output (2I), except gpt2's
+//!   `gelu_new` (`NewGELUActivation`: `0.5 * x`, `pow(x, 3)` and `0.044715 * pow` alive with `x`,
+//!   4I); gpt2's block also keeps `attn_output` bound (`hidden_states = attn_output + residual`), +h.
 //! - MoE (transformers 5 `*Experts` loop): router logits `T × E`, fp32 routing softmax, the int64
 //!   one-hot `expert_mask` `E × k × T`, `final_hidden_states` `T × h`, and one expert's MLP on its
 //!   tokens (`T·k/E` when balanced), plus shared experts on all tokens.
 //! - mamba (`MambaMixer.slow_forward`, the path without the CUDA kernels): `in_proj` output `2·d_inner`,
 //!   and the fp32 `discrete_A` and `deltaB_u`, each `d_inner × state_size` per token.
-//! - rotary `cos`/`sin` (`T × head_dim` each) live for the whole forward.
-//! - logits: `batch × positions × vocab` in the activation dtype, positions = `logits_to_keep` (1 when
-//!   generating; all when asked for).
+//! - head (after the model returned, so none of the whole-forward tensors): the final normed hidden
+//!   state `T × h` with the logits `batch × positions × vocab` (positions = `logits_to_keep`, 1 when
+//!   generating), then `generate`'s `outputs.logits[:, -1, :].to(copy=True, dtype=float32)`
+//!   (`batch × vocab × 4 B`) with the logits once the hidden state is freed.
 
 use crate::scenario::AttentionImpl;
 use crate::spec::{FfnSpec, LayerSpec, ModelKind, ModelSpec};
@@ -49,14 +65,22 @@ impl ForwardShape {
 /// The peak transient of a forward, by part.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ForwardPeak {
-    /// Largest single-layer transient (attention or FFN block).
+    /// Largest single-layer transient (attention or FFN block), without the layer's input.
     pub layer_bytes: u64,
     /// Index of that layer.
     pub layer_index: u64,
     /// Eager attention scores of that layer (included in `layer_bytes`).
     pub eager_scores_bytes: u64,
+    /// `repeat_kv` copies of K and V at all query heads (eager GQA/MQA; included in `layer_bytes`).
+    pub repeat_kv_bytes: u64,
     /// MoE routing buffers of that layer (included in `layer_bytes`).
     pub moe_routing_bytes: u64,
+    /// The peak layer's input, held by the caller's loop (0 when it is `inputs_embeds` itself).
+    pub block_input_bytes: u64,
+    /// `inputs_embeds` (and gpt2's learned position embeddings), alive for the whole forward.
+    pub embeddings_bytes: u64,
+    /// int64 `position_ids` (batch 1), alive for the whole forward.
+    pub position_ids_bytes: u64,
     /// Additive attention mask(s), alive for the whole forward (eager only).
     pub mask_bytes: u64,
     /// Rotary cos/sin, alive for the whole forward.
@@ -65,16 +89,32 @@ pub struct ForwardPeak {
     pub logits_bytes: u64,
     /// Final hidden state when the logits are computed.
     pub final_hidden_bytes: u64,
+    /// `generate`'s fp32 copy of the last position's logits (`batch × vocab × 4 B`).
+    pub logits_upcast_bytes: u64,
 }
 
 impl ForwardPeak {
-    /// Bytes above weights and cache at the peak: the larger of the largest layer and the head,
-    /// plus what lives for the whole forward.
-    pub fn total(&self) -> u64 {
-        self.layer_bytes
-            .max(self.final_hidden_bytes.saturating_add(self.logits_bytes))
+    /// Tensors alive for the whole forward (inside the model's `forward`).
+    pub fn whole_forward_bytes(&self) -> u64 {
+        self.embeddings_bytes
+            .saturating_add(self.position_ids_bytes)
             .saturating_add(self.mask_bytes)
             .saturating_add(self.rope_bytes)
+    }
+
+    /// The head's peak: final hidden + logits, then the logits + their fp32 copy.
+    pub fn head_bytes(&self) -> u64 {
+        self.logits_bytes
+            .saturating_add(self.final_hidden_bytes.max(self.logits_upcast_bytes))
+    }
+
+    /// Bytes above weights and cache at the peak: the largest layer with its input and what lives
+    /// for the whole forward, or the head (after the model's forward returned).
+    pub fn total(&self) -> u64 {
+        self.layer_bytes
+            .saturating_add(self.block_input_bytes)
+            .saturating_add(self.whole_forward_bytes())
+            .max(self.head_bytes())
     }
 }
 
@@ -83,16 +123,34 @@ fn uses_rope(spec: &ModelSpec) -> bool {
         && !matches!(spec.text_model_type.as_str(), "gpt2" | "opt" | "bloom")
 }
 
+/// gpt2 adds learned position embeddings into a new tensor (`GPT2Model.forward`).
+fn learned_positions(spec: &ModelSpec) -> bool {
+    spec.text_model_type == "gpt2"
+}
+
+/// Eager score bytes per element: `softmax(dtype=float32)` (llama and its copies, opt, bloom)
+/// holds the masked scores, their fp32 copy and the fp32 result; gpt2, bert and t5 call
+/// `softmax` in the activation dtype (masked scores + result).
+fn score_bytes_per_element(spec: &ModelSpec, act_bytes: u64) -> u64 {
+    if matches!(spec.text_model_type.as_str(), "gpt2" | "bert" | "t5") {
+        2 * act_bytes
+    } else if act_bytes >= 4 {
+        act_bytes + 4
+    } else {
+        act_bytes + 4 + 4
+    }
+}
+
 /// Always-eager architectures (scores materialised whatever `attn_implementation` says): t5 adds a
 /// learned position bias to the scores.
 fn always_eager(spec: &ModelSpec) -> bool {
     spec.text_model_type == "t5"
 }
 
-/// Attention block transient of one layer (without eager scores).
-fn attention_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64) {
+/// Attention block transient of one layer without its input: `(bytes, eager scores, repeat_kv)`.
+fn attention_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64, u64) {
     let Some(a) = layer.attention else {
-        return (0, 0);
+        return (0, 0, 0);
     };
     let h = spec.hidden_size;
     let q = a.num_heads.saturating_mul(a.head_dim);
@@ -104,19 +162,43 @@ fn attention_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u6
             a.num_kv_heads.saturating_mul(a.v_head_dim),
         )
     };
-    let width = 2 * h + 2 * q + 2 * k + v;
-    let base = s.t().saturating_mul(width).saturating_mul(s.act_bytes);
     let eager = matches!(s.attention, AttentionImpl::Eager) || always_eager(spec);
-    let scores = if eager {
+    if !eager {
+        let width = h + 2 * q + 2 * k + v;
+        return (
+            s.t().saturating_mul(width).saturating_mul(s.act_bytes),
+            0,
+            0,
+        );
+    }
+    // At the softmax: the normed input, the rotated q (gpt2: the fused c_attn output its q views),
+    // repeat_kv's copies, the scores.
+    let qkv = if learned_positions(spec) {
+        q + k + v
+    } else {
+        q
+    };
+    let base = s.t().saturating_mul(h + qkv).saturating_mul(s.act_bytes);
+    let repeat = if a.mla.is_none() && a.num_kv_heads < a.num_heads {
         s.batch
             .saturating_mul(a.num_heads)
-            .saturating_mul(s.tokens)
             .saturating_mul(s.kv_len)
-            .saturating_mul(8)
+            .saturating_mul(a.head_dim + a.v_head_dim)
+            .saturating_mul(s.act_bytes)
     } else {
         0
     };
-    (base.saturating_add(scores), scores)
+    let scores = s
+        .batch
+        .saturating_mul(a.num_heads)
+        .saturating_mul(s.tokens)
+        .saturating_mul(s.kv_len)
+        .saturating_mul(score_bytes_per_element(spec, s.act_bytes));
+    (
+        base.saturating_add(repeat).saturating_add(scores),
+        scores,
+        repeat,
+    )
 }
 
 /// FFN (or mixer) block transient of one layer, and its MoE routing part.
@@ -137,9 +219,18 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
             intermediate_size,
             gated,
         }) => {
-            let inner = if gated { 3 } else { 2 };
+            // gated: act, up, act·up; gelu_new: c_fc output, 0.5·x, pow(x, 3), 0.044715·pow.
+            let inner = if gated {
+                3
+            } else if spec.hidden_act == "gelu_new" {
+                4
+            } else {
+                2
+            };
+            // gpt2's block keeps `attn_output` bound through the MLP.
+            let kept = if learned_positions(spec) { 3 } else { 2 };
             (
-                t.saturating_mul(2 * h + inner * intermediate_size)
+                t.saturating_mul(kept * h + inner * intermediate_size)
                     .saturating_mul(a),
                 0,
             )
@@ -187,16 +278,41 @@ pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
     } else {
         spec.layers.iter().collect()
     };
+    let hidden = s
+        .t()
+        .saturating_mul(spec.hidden_size)
+        .saturating_mul(s.act_bytes);
+    let mut best = 0u64;
     for (i, layer) in layers.iter().enumerate() {
-        let (attn, scores) = attention_bytes(spec, layer, s);
+        let (attn, scores, repeat) = attention_bytes(spec, layer, s);
         let (ffn, routing) = ffn_bytes(spec, layer, s);
         let layer_bytes = attn.max(ffn);
-        if layer_bytes > p.layer_bytes {
+        // Layer 0's input is `inputs_embeds` itself, except where positions are added into a copy.
+        let input = if i > 0 || learned_positions(spec) {
+            hidden
+        } else {
+            0
+        };
+        if layer_bytes.saturating_add(input) > best {
+            best = layer_bytes.saturating_add(input);
             p.layer_bytes = layer_bytes;
+            p.block_input_bytes = input;
             p.layer_index = i as u64;
             p.eager_scores_bytes = if attn >= ffn { scores } else { 0 };
+            p.repeat_kv_bytes = if attn >= ffn { repeat } else { 0 };
             p.moe_routing_bytes = if ffn > attn { routing } else { 0 };
         }
+    }
+    p.embeddings_bytes = hidden;
+    if learned_positions(spec) {
+        p.embeddings_bytes = p.embeddings_bytes.saturating_add(
+            s.tokens
+                .saturating_mul(spec.hidden_size)
+                .saturating_mul(s.act_bytes),
+        );
+    }
+    if spec.kind == ModelKind::DecoderOnly {
+        p.position_ids_bytes = s.tokens.saturating_mul(8);
     }
     let first = spec.layers.iter().find_map(|l| l.attention);
     let eager = matches!(s.attention, AttentionImpl::Eager) || always_eager(spec);
@@ -223,9 +339,10 @@ pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
         };
     }
     if uses_rope(spec) {
+        // cos/sin follow `position_ids`, which has batch 1.
         let dim = first.map_or(0, |a| a.mla.map_or(a.head_dim, |m| m.qk_rope_head_dim));
         p.rope_bytes = s
-            .t()
+            .tokens
             .saturating_mul(dim)
             .saturating_mul(2)
             .saturating_mul(s.act_bytes);
@@ -241,10 +358,8 @@ pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
             .saturating_mul(keep)
             .saturating_mul(spec.vocab_size)
             .saturating_mul(s.act_bytes);
-        p.final_hidden_bytes = s
-            .t()
-            .saturating_mul(spec.hidden_size)
-            .saturating_mul(s.act_bytes);
+        p.final_hidden_bytes = hidden;
+        p.logits_upcast_bytes = s.batch.saturating_mul(spec.vocab_size).saturating_mul(4);
     }
     p
 }
@@ -271,7 +386,7 @@ mod tests {
 
     #[test]
     fn llama3_8b_sdpa_prefill_peak_is_the_gated_mlp() {
-        // MLP: 4096 tokens × (2 × 4096 + 3 × 14336) × 2 B; rope: 4096 × 128 × 2 × 2 B.
+        // MLP: 4096 tokens × (2 × 4096 + 3 × 14336) × 2 B; rope (batch 1): 4096 × 128 × 2 × 2 B.
         let s = spec("meta-llama__Llama-3.1-8B");
         let p = forward_peak(&s, &shape(4096, AttentionImpl::Sdpa));
         assert_eq!(p.layer_bytes, 4096 * (2 * 4096 + 3 * 14336) * 2);
@@ -282,11 +397,69 @@ mod tests {
 
     #[test]
     fn eager_scores_grow_with_the_square_of_the_prompt() {
-        // 32 heads × 4096² × 8 B = 4 GiB of scores in one layer, plus a 4096² × 2 B mask.
+        // bf16 scores + their fp32 copy + the fp32 softmax: 32 heads × 4096² × (2 + 4 + 4) B = 5 GiB,
+        // repeat_kv copies of K and V at 32 heads: 4096 × 32 × (128 + 128) × 2 B = 64 MiB, and a
+        // 4096² × 2 B mask.
         let s = spec("meta-llama__Llama-3.1-8B");
         let p = forward_peak(&s, &shape(4096, AttentionImpl::Eager));
-        assert_eq!(p.eager_scores_bytes, 32 * 4096 * 4096 * 8);
+        assert_eq!(p.eager_scores_bytes, 32 * 4096 * 4096 * 10);
+        assert_eq!(p.repeat_kv_bytes, 4096 * 32 * 256 * 2);
         assert_eq!(p.mask_bytes, 4096 * 4096 * 2);
+        // normed input + rotated q (4096 wide each) ride on top, with the layer's input.
+        assert_eq!(
+            p.layer_bytes,
+            4096 * (4096 + 4096) * 2 + p.repeat_kv_bytes + p.eager_scores_bytes
+        );
+        assert_eq!(p.block_input_bytes, 4096 * 4096 * 2);
+    }
+
+    #[test]
+    fn fp32_eager_softmax_needs_no_extra_copy() {
+        // `toType(float32)` on fp32 scores is the same tensor: masked scores + softmax = 8 B.
+        let s = spec("meta-llama__Llama-3.1-8B");
+        let mut sh = shape(1024, AttentionImpl::Eager);
+        sh.act_bytes = 4;
+        let p = forward_peak(&s, &sh);
+        assert_eq!(p.eager_scores_bytes, 32 * 1024 * 1024 * 8);
+    }
+
+    #[test]
+    fn whole_forward_tensors_and_the_head_do_not_overlap() {
+        // Llama-3.1-8B, 4096 bf16 tokens: inputs_embeds 4096 × 4096 × 2 B and position ids 4096 × 8 B
+        // live through the layers; the head (after the model returned) holds the final hidden state
+        // and the last position's logits, then the logits and generate's fp32 copy.
+        let s = spec("meta-llama__Llama-3.1-8B");
+        let p = forward_peak(&s, &shape(4096, AttentionImpl::Sdpa));
+        assert_eq!(p.embeddings_bytes, 4096 * 4096 * 2);
+        assert_eq!(p.position_ids_bytes, 4096 * 8);
+        assert_eq!(p.logits_upcast_bytes, 128_256 * 4);
+        assert_eq!(p.head_bytes(), 128_256 * 2 + 4096 * 4096 * 2);
+        assert_eq!(
+            p.total(),
+            p.layer_bytes + p.block_input_bytes + p.embeddings_bytes + 4096 * 8 + p.rope_bytes
+        );
+    }
+
+    #[test]
+    fn gpt2_keeps_learned_positions_attn_output_and_gelu_new_temporaries() {
+        // gpt2, batch 2 × 1023 fp32 tokens (T = 2046): MLP = residual + ln_2 output + attn_output
+        // (3 × 768) + gelu_new's c_fc output, 0.5·x, pow, 0.044715·pow (4 × 3072), the block input
+        // 768, embeddings 2046 × 768 + position embeddings 1023 × 768, position ids 1023 × 8 B.
+        let s = spec("openai-community__gpt2");
+        let sh = ForwardShape {
+            batch: 2,
+            tokens: 1023,
+            kv_len: 1023,
+            act_bytes: 4,
+            attention: AttentionImpl::Sdpa,
+            logits_to_keep: 1,
+        };
+        let p = forward_peak(&s, &sh);
+        assert_eq!(p.layer_bytes, 2046 * (3 * 768 + 4 * 3072) * 4);
+        assert_eq!(p.block_input_bytes, 2046 * 768 * 4);
+        assert_eq!(p.embeddings_bytes, (2046 + 1023) * 768 * 4);
+        assert_eq!(p.rope_bytes, 0);
+        assert_eq!(p.total(), 135_142_392);
     }
 
     #[test]

@@ -403,10 +403,28 @@ fn transformers_phases(
     } else {
         layout.bytes(b, s.saturating_add(1), 0, Moment::Steady)
     };
-    let decode_peak = weights_bytes
-        .saturating_add(kv_decode_before)
-        .saturating_add(cat_copy.max(dequant))
+    // torch.cat grows one layer at a time: at a layer's cache update its old and grown copies are
+    // alive with the forward's whole-forward tensors and that layer's input; by the last layer's
+    // attention (or the head) every layer holds its grown copy, and a QuantizedCache's dequantized
+    // layer rides with the attention.
+    let cat_moment = kv_decode_before
+        .saturating_add(cat_copy)
+        .saturating_add(dec.whole_forward_bytes())
+        .saturating_add(dec.block_input_bytes);
+    let attention_moment = kv_after_decode
+        .saturating_add(dequant)
         .saturating_add(dec.total());
+    // The parts of the decode peak: the cache at that moment and the activations riding on it.
+    let (decode_cache, decode_act) = if cat_moment >= attention_moment {
+        (
+            kv_decode_before.saturating_add(cat_copy),
+            dec.whole_forward_bytes()
+                .saturating_add(dec.block_input_bytes),
+        )
+    } else {
+        (kv_after_decode.saturating_add(dequant), dec.total())
+    };
+    let decode_peak = weights_bytes.saturating_add(cat_moment.max(attention_moment));
     let decode_end = weights_bytes
         .saturating_add(kv_after_decode)
         .saturating_add(dec.logits_bytes);
@@ -421,30 +439,46 @@ fn transformers_phases(
         key: "activations".into(),
         bytes: prefill_act,
         formula: format!(
-            "prefill of {} × {} tokens: max(largest layer #{} {} B, final hidden {} B + logits {} B) + mask {} B + rotary cos/sin {} B = {} B",
+            "prefill of {} × {} tokens: max(largest layer #{} {} B + its input {} B + embeddings {} B + position ids {} B + mask {} B + rotary cos/sin {} B, head: logits {} B + max(final hidden {} B, fp32 last-position copy {} B)) = {} B",
             b,
             group_thousands(s),
             fwd.layer_index,
             group_thousands(fwd.layer_bytes),
-            group_thousands(fwd.final_hidden_bytes),
-            group_thousands(fwd.logits_bytes),
+            group_thousands(fwd.block_input_bytes),
+            group_thousands(fwd.embeddings_bytes),
+            group_thousands(fwd.position_ids_bytes),
             group_thousands(fwd.mask_bytes),
             group_thousands(fwd.rope_bytes),
+            group_thousands(fwd.logits_bytes),
+            group_thousands(fwd.final_hidden_bytes),
+            group_thousands(fwd.logits_upcast_bytes),
             group_thousands(prefill_act)
         ),
-        source: "transformers 5 modeling_*.py forward without grad: residual + normed input + q/k/v/rotary, gated MLP act·up (3I), eager scores 8 B/element (matmul, mask add, fp32 softmax, cast)".into(),
+        source: "transformers 5 modeling_*.py forward without grad (inputs_embeds and the layer's input held by the callers, residual + normed input, gated MLP act·up 3I, eager: rotated q + repeat_kv copies + scores); generate's fp32 logits copy; docs/formulas/inference.md".into(),
     });
     if fwd.eager_scores_bytes > 0 {
         terms.push(Term {
             key: "eager_scores".into(),
             bytes: fwd.eager_scores_bytes,
             formula: format!(
-                "batch {b} × heads × {} × {} × 8 B = {} B (inside activations)",
+                "batch {b} × heads × {} × {} × {} B = {} B (inside activations; repeat_kv copies {} B)",
                 group_thousands(s),
                 group_thousands(s),
-                group_thousands(fwd.eager_scores_bytes)
+                fwd.eager_scores_bytes
+                    / b
+                        .saturating_mul(s)
+                        .saturating_mul(s)
+                        .saturating_mul(
+                            spec.layers
+                                .iter()
+                                .find_map(|l| l.attention)
+                                .map_or(1, |a| a.num_heads)
+                        )
+                        .max(1),
+                group_thousands(fwd.eager_scores_bytes),
+                group_thousands(fwd.repeat_kv_bytes)
             ),
-            source: "transformers eager_attention_forward: matmul·scaling, + mask, softmax(dtype=float32).to(dtype)".into(),
+            source: "transformers eager_attention_forward: + mask, softmax(dtype=float32) = ATen _softmax(x.toType(float32)) (16-bit scores + fp32 copy + fp32 result; gpt2/bert/t5 softmax in dtype: 2 × dtype); repeat_kv expand+reshape copies".into(),
         });
     }
     if fwd.moe_routing_bytes > 0 {
@@ -538,8 +572,11 @@ fn transformers_phases(
                 vec![
                     ("weights", weights_bytes),
                     ("kv_cache", kv_decode_before),
-                    ("cache_growth", cat_copy.max(dequant)),
-                    ("activations", dec.total()),
+                    (
+                        "cache_growth",
+                        decode_cache.saturating_sub(kv_decode_before),
+                    ),
+                    ("activations", decode_act),
                 ],
             ),
         ],
