@@ -126,6 +126,13 @@ impl Lang {
                 (Some(n), true) => format!("{n}：{error}"),
                 (None, _) => error.to_string(),
             },
+            LoadError::ReportConfigMissing { name } => {
+                if zh {
+                    format!("测量报告的配置 {name:?} 不是内置模型：请先拖入该 config.json，再拖入报告。")
+                } else {
+                    format!("The report measured config {name:?}, which is not bundled: drop that config.json first, then the report.")
+                }
+            }
             LoadError::UnknownPreset { id } => {
                 if zh {
                     format!("没有名为 {id:?} 的预设。")

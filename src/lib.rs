@@ -1,4 +1,28 @@
-//! The vram web app (Leptos CSR). Every figure comes from `vram_core`.
+//! The vram web app (Leptos CSR). Every figure on the page comes from `vram_core`; this crate only
+//! reads input, keeps state and renders.
+
+pub mod app;
+pub mod chart_view;
+pub mod charts;
+pub mod compute;
+pub mod export;
+pub mod i18n;
+pub mod i18n_page;
+pub mod load;
+pub mod measured;
+pub mod model_input;
+pub mod model_view;
+pub mod page_scenario;
+pub mod perf;
+pub mod results_view;
+pub mod scenario_form;
+pub mod share;
+pub mod state;
+pub mod units_fmt;
 
 /// Mounts the app on `<body>`.
-pub fn start() {}
+pub fn start() {
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(app::App);
+    perf::mark_mounted();
+}

@@ -55,6 +55,11 @@ pub enum LoadError {
         /// The core's message naming the field or the JSON position.
         error: ConfigError,
     },
+    /// A `vram measure` report whose config is neither bundled nor on screen.
+    ReportConfigMissing {
+        /// The config name in the report.
+        name: String,
+    },
     /// No preset has this id (a stale share link).
     UnknownPreset {
         /// The id asked for.

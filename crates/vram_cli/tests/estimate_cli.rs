@@ -4,11 +4,18 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn vram(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vram")).args(args).output().expect("the vram binary runs")
+    Command::new(env!("CARGO_BIN_EXE_vram"))
+        .args(args)
+        .output()
+        .expect("the vram binary runs")
 }
 
 fn preset(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../vram_core/presets").join(name).display().to_string()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../vram_core/presets")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
@@ -20,13 +27,22 @@ fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn json_of(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
 /// Asserts exit code 2 and exactly one line on stderr containing every `needle`.
 fn assert_one_line_error(out: &Output, needles: &[&str]) {
-    assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
     for n in needles {
@@ -37,7 +53,11 @@ fn assert_one_line_error(out: &Output, needles: &[&str]) {
 
 #[test]
 fn llama_3_1_8b_json_reports_the_exact_published_count() {
-    let doc = json_of(&vram(&["estimate", &preset("meta-llama__Llama-3.1-8B.json"), "--json"]));
+    let doc = json_of(&vram(&[
+        "estimate",
+        &preset("meta-llama__Llama-3.1-8B.json"),
+        "--json",
+    ]));
     assert_eq!(doc["parameters"]["total"], 8030261248u64);
     assert_eq!(doc["parameters"]["trainable"], 8030261248u64);
     assert_eq!(doc["parameters"]["active"], 8030261248u64);
@@ -47,10 +67,17 @@ fn llama_3_1_8b_json_reports_the_exact_published_count() {
 
 #[test]
 fn moe_json_reports_active_parameters_per_token() {
-    let doc = json_of(&vram(&["estimate", &preset("mistralai__Mixtral-8x7B-v0.1.json"), "--json"]));
+    let doc = json_of(&vram(&[
+        "estimate",
+        &preset("mistralai__Mixtral-8x7B-v0.1.json"),
+        "--json",
+    ]));
     assert_eq!(doc["parameters"]["total"], 46702792704u64);
     // 32 layers × 6 unused experts × 3 × 4096 × 14336 fewer than the total.
-    assert_eq!(doc["parameters"]["active"], 46702792704u64 - 32 * 6 * 3 * 4096 * 14336);
+    assert_eq!(
+        doc["parameters"]["active"],
+        46702792704u64 - 32 * 6 * 3 * 4096 * 14336
+    );
 }
 
 #[test]
@@ -63,50 +90,86 @@ fn human_output_shows_grouped_total() {
 
 #[test]
 fn missing_file_is_one_line_exit_2() {
-    assert_one_line_error(&vram(&["estimate", "/nonexistent/config.json"]), &["cannot read", "/nonexistent/config.json"]);
+    assert_one_line_error(
+        &vram(&["estimate", "/nonexistent/config.json"]),
+        &["cannot read", "/nonexistent/config.json"],
+    );
 }
 
 #[test]
 fn truncated_json_names_line_and_column() {
-    let p = temp_file("truncated.json", b"{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 40");
-    assert_one_line_error(&vram(&["estimate", p.to_str().unwrap_or_default()]), &["not valid JSON at line 3, column"]);
+    let p = temp_file(
+        "truncated.json",
+        b"{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 40",
+    );
+    assert_one_line_error(
+        &vram(&["estimate", p.to_str().unwrap_or_default()]),
+        &["not valid JSON at line 3, column"],
+    );
 }
 
 #[test]
 fn negative_layer_count_names_the_field() {
     let p = temp_file("neg.json", br#"{"model_type":"llama","hidden_size":64,"num_hidden_layers":-3,"num_attention_heads":4,"vocab_size":100,"intermediate_size":128}"#);
-    assert_one_line_error(&vram(&["estimate", p.to_str().unwrap_or_default()]), &["\"num_hidden_layers\"", "positive integer", "-3"]);
+    assert_one_line_error(
+        &vram(&["estimate", p.to_str().unwrap_or_default()]),
+        &["\"num_hidden_layers\"", "positive integer", "-3"],
+    );
 }
 
 #[test]
 fn string_size_names_the_field() {
     let p = temp_file("big.json", br#"{"model_type":"llama","hidden_size":"big","num_hidden_layers":2,"num_attention_heads":4,"vocab_size":100,"intermediate_size":128}"#);
-    assert_one_line_error(&vram(&["estimate", p.to_str().unwrap_or_default()]), &["\"hidden_size\"", "\"big\""]);
+    assert_one_line_error(
+        &vram(&["estimate", p.to_str().unwrap_or_default()]),
+        &["\"hidden_size\"", "\"big\""],
+    );
 }
 
 #[test]
 fn empty_object_names_the_missing_field() {
     let p = temp_file("empty.json", b"{}");
-    assert_one_line_error(&vram(&["estimate", p.to_str().unwrap_or_default()]), &["missing field", "hidden_size"]);
+    assert_one_line_error(
+        &vram(&["estimate", p.to_str().unwrap_or_default()]),
+        &["missing field", "hidden_size"],
+    );
 }
 
 #[test]
 fn png_renamed_to_json_is_refused_clearly() {
-    let png = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D', b'R', 0xff, 0xfe];
+    let png = [
+        0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D', b'R',
+        0xff, 0xfe,
+    ];
     let p = temp_file("image.json", &png);
-    assert_one_line_error(&vram(&["estimate", p.to_str().unwrap_or_default()]), &["image.json"]);
+    assert_one_line_error(
+        &vram(&["estimate", p.to_str().unwrap_or_default()]),
+        &["image.json"],
+    );
 }
 
 #[test]
 fn zero_batch_is_refused_by_name() {
-    assert_one_line_error(&vram(&["estimate", &preset("openai-community__gpt2.json"), "--batch", "0"]), &["batch"]);
+    assert_one_line_error(
+        &vram(&[
+            "estimate",
+            &preset("openai-community__gpt2.json"),
+            "--batch",
+            "0",
+        ]),
+        &["batch"],
+    );
 }
 
 #[test]
 fn huge_model_does_not_overflow() {
     // ~10^13 parameters: 1000 layers × 12·100k² ≈ 1.2e14; counts stay exact in u64.
     let p = temp_file("huge.json", br#"{"model_type":"llama","hidden_size":100000,"num_hidden_layers":1000,"num_attention_heads":100,"vocab_size":1000000,"intermediate_size":400000}"#);
-    let doc = json_of(&vram(&["estimate", p.to_str().unwrap_or_default(), "--json"]));
+    let doc = json_of(&vram(&[
+        "estimate",
+        p.to_str().unwrap_or_default(),
+        "--json",
+    ]));
     let per_layer: u64 = 4 * 100_000 * 100_000 + 3 * 100_000 * 400_000 + 2 * 100_000;
     let expected = 1000 * per_layer + 2 * 1_000_000 * 100_000 + 100_000;
     assert_eq!(doc["parameters"]["total"], expected);

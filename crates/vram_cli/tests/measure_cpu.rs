@@ -209,7 +209,9 @@ fn tiny_llama_fp32_adamw_has_exact_weights_gradients_and_optimizer_states() {
         }
     }
     assert_eq!(e["components"].as_array().map(Vec::len), Some(3));
-    let err = e["peak_allocated"]["error_percent"].as_f64().expect("peak error");
+    let err = e["peak_allocated"]["error_percent"]
+        .as_f64()
+        .expect("peak error");
     assert!(err.abs() <= 3.0, "peak estimate off by {err} %");
 }
 

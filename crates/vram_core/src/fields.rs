@@ -138,7 +138,11 @@ impl<'a> Fields<'a> {
     /// Rejects a layer count above [`MAX_LAYERS`], naming the first present key.
     pub fn check_layers(&self, keys: &[&str], n: u64) -> Result<u64, ConfigError> {
         if n > MAX_LAYERS {
-            let key = keys.iter().find(|k| self.has(k)).copied().unwrap_or(keys[0]);
+            let key = keys
+                .iter()
+                .find(|k| self.has(k))
+                .copied()
+                .unwrap_or(keys[0]);
             return Err(ConfigError::InvalidField {
                 field: self.name(key),
                 expected: format!("a layer count of at most {MAX_LAYERS}"),

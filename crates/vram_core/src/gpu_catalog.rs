@@ -156,7 +156,8 @@ impl Verdict {
     pub fn of(peak_bytes: u64, usable_bytes: u64) -> Verdict {
         if peak_bytes > usable_bytes {
             Verdict::DoesNotFit
-        } else if (peak_bytes as u128) * 100 > (usable_bytes as u128) * TIGHT_ABOVE_PERCENT as u128 {
+        } else if (peak_bytes as u128) * 100 > (usable_bytes as u128) * TIGHT_ABOVE_PERCENT as u128
+        {
             Verdict::Tight
         } else {
             Verdict::Fits
@@ -171,7 +172,10 @@ mod tests {
     #[test]
     fn h100_usable_memory_is_79_19_gib() {
         let h100 = find("h100-80").unwrap();
-        assert_eq!(format!("{:.2}", h100.usable_bytes as f64 / GIB as f64), "79.19");
+        assert_eq!(
+            format!("{:.2}", h100.usable_bytes as f64 / GIB as f64),
+            "79.19"
+        );
     }
 
     #[test]

@@ -23,7 +23,9 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
         any::<u64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
         "[a-z_]{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
@@ -112,9 +114,16 @@ fn mark(map: &mut serde_json::Map<String, Value>, key_pick: usize, delete: bool,
 /// `NaN` or an integer beyond u64), or deleted.
 fn mutate_many(preset: usize, edits: &[(usize, Option<String>)]) -> String {
     let p = &PRESETS[preset % PRESETS.len()];
-    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(p.json) else { return p.json.to_string() };
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(p.json) else {
+        return p.json.to_string();
+    };
     for (i, (key, value)) in edits.iter().enumerate() {
-        mark(&mut map, *key, value.is_none(), &format!("__VRAM_MUTATION_{i}__"));
+        mark(
+            &mut map,
+            *key,
+            value.is_none(),
+            &format!("__VRAM_MUTATION_{i}__"),
+        );
     }
     let mut text = serde_json::to_string(&Value::Object(map)).unwrap_or_default();
     for (i, (_, value)) in edits.iter().enumerate() {
@@ -163,10 +172,21 @@ proptest! {
 #[test]
 fn every_mutation_of_every_key_of_every_preset_is_handled() {
     // Exhaustive over keys (not random): each preset × each top-level key × each hostile value.
-    let values = [None, Some("0"), Some("-1"), Some("1e30"), Some("\"big\""), Some("NaN"), Some("18446744073709551615"), Some("[]")];
+    let values = [
+        None,
+        Some("0"),
+        Some("-1"),
+        Some("1e30"),
+        Some("\"big\""),
+        Some("NaN"),
+        Some("18446744073709551615"),
+        Some("[]"),
+    ];
     let mut cases = 0;
     for (i, p) in PRESETS.iter().enumerate() {
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(p.json) else { continue };
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(p.json) else {
+            continue;
+        };
         for k in 0..map.len() {
             for v in values {
                 check(&mutate(i, k, v.map(String::from)));

@@ -40,7 +40,9 @@ fn report_spec(r: &Value) -> Option<ModelSpec> {
     let file = Path::new(path).file_name()?;
     let text = [
         Path::new(path).to_path_buf(),
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../vram_core/presets").join(file),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../vram_core/presets")
+            .join(file),
         Path::new("crates/vram_core/presets").join(file),
     ]
     .iter()

@@ -104,7 +104,11 @@ pub fn compare(source: &str, terms: &[Term], phases: &[Phase], m: &Measured) -> 
         .collect();
     // The same rule as the measured headline (`Measured::fill_peaks`): the step's phases, not `load`,
     // whose peak holds random-initialisation temporaries a checkpoint load would not have.
-    let step_peak = phases.iter().filter(|p| p.name != "load").map(|p| p.peak_allocated_bytes).max();
+    let step_peak = phases
+        .iter()
+        .filter(|p| p.name != "load")
+        .map(|p| p.peak_allocated_bytes)
+        .max();
     let est_peak = step_peak
         .or_else(|| phases.iter().map(|p| p.peak_allocated_bytes).max())
         .unwrap_or(0);

@@ -251,15 +251,32 @@ fn estimate_for(
     let overheads = vram_core::report::DeviceOverheads::default();
     // On CPU, PyTorch's dropout and SDPA-with-dropout kernels allocate differently from CUDA's; the
     // core models both, and compares a CPU measurement with its CPU counting (docs/formulas/training.md).
-    let counting = if device == "cpu" { vram_core::train::Counting::CpuExact } else { vram_core::train::Counting::Cuda };
+    let counting = if device == "cpu" {
+        vram_core::train::Counting::CpuExact
+    } else {
+        vram_core::train::Counting::Cuda
+    };
     let spec = vram_core::parse_config(config_text, Some(name)).ok()?;
     let version = env!("CARGO_PKG_VERSION");
     let result = match scenario.mode {
-        Mode::Train => vram_core::train::estimate_training_counting(&spec, scenario, &overheads, counting).map(|e| {
-            compare::compare(&format!("vram_core {version} training model"), &e.terms, &e.phases, measured)
+        Mode::Train => vram_core::train::estimate_training_counting(
+            &spec, scenario, &overheads, counting,
+        )
+        .map(|e| {
+            compare::compare(
+                &format!("vram_core {version} training model"),
+                &e.terms,
+                &e.phases,
+                measured,
+            )
         }),
         Mode::Infer => vram_core::infer::estimate_inference(&spec, scenario, &overheads).map(|e| {
-            compare::compare(&format!("vram_core {version} inference model"), &e.terms, &e.phases, measured)
+            compare::compare(
+                &format!("vram_core {version} inference model"),
+                &e.terms,
+                &e.phases,
+                measured,
+            )
         }),
     };
     match result {

@@ -167,10 +167,19 @@ pub fn table(r: &MeasureReport) -> String {
     }
     if let Some(e) = &r.estimate {
         out.push_str(&format!("\nEstimate vs measurement ({})\n", e.source));
-        out.push_str(&format!("  {:<14}{:>20}{:>20}{:>10}\n", "", "estimated B", "measured B", "error"));
-        let rows = e.components.iter().chain(e.phases.iter().map(|p| &p.peak_allocated)).chain(std::iter::once(&e.peak_allocated));
+        out.push_str(&format!(
+            "  {:<14}{:>20}{:>20}{:>10}\n",
+            "", "estimated B", "measured B", "error"
+        ));
+        let rows = e
+            .components
+            .iter()
+            .chain(e.phases.iter().map(|p| &p.peak_allocated))
+            .chain(std::iter::once(&e.peak_allocated));
         for d in rows {
-            let err = d.error_percent.map_or_else(|| "-".to_string(), |p| format!("{p:+.2} %"));
+            let err = d
+                .error_percent
+                .map_or_else(|| "-".to_string(), |p| format!("{p:+.2} %"));
             out.push_str(&format!(
                 "  {:<14}{:>20}{:>20}{:>10}\n",
                 d.key,

@@ -641,7 +641,10 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let hidden = f.require_any(&["d_model", "hidden_size"], "the width of the model")?;
     let enc_layers = f.layer_count(&["num_layers"], "the number of encoder layers")?;
-    let dec_layers = f.check_layers(&["num_decoder_layers"], f.positive("num_decoder_layers")?.unwrap_or(enc_layers))?;
+    let dec_layers = f.check_layers(
+        &["num_decoder_layers"],
+        f.positive("num_decoder_layers")?.unwrap_or(enc_layers),
+    )?;
     let heads = f.require_any(&["num_heads"], "the number of attention heads")?;
     let d_kv = f.require_any(&["d_kv"], "the per-head width")?;
     let d_ff = f.require_any(&["d_ff"], "the MLP width")?;

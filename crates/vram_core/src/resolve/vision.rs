@@ -62,7 +62,10 @@ fn clip_vision(
     wrapper: Fields<'_>,
 ) -> Result<(), ConfigError> {
     let hidden = v.positive("hidden_size")?.unwrap_or(768);
-    let layers = v.check_layers(&["num_hidden_layers"], v.positive("num_hidden_layers")?.unwrap_or(12))?;
+    let layers = v.check_layers(
+        &["num_hidden_layers"],
+        v.positive("num_hidden_layers")?.unwrap_or(12),
+    )?;
     let heads = v.positive("num_attention_heads")?.unwrap_or(12);
     let inner = v.positive("intermediate_size")?.unwrap_or(3072);
     let image = v.positive("image_size")?.unwrap_or(224);

@@ -1,0 +1,141 @@
+// A small test harness over playwright-core: launches Debian's /usr/bin/chromium (no browser download),
+// gives each test a fresh context, fails any test whose page requests another origin or logs a page
+// error, and prints `e2e: N passed, M failed`.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const BASE_URL = process.env.VRAM_E2E_URL; // e.g. http://127.0.0.1:PORT/ (root of dist)
+export const ORIGIN = BASE_URL ? new URL(BASE_URL).origin : '';
+export const ARTIFACTS = process.env.VRAM_E2E_ARTIFACTS || '/tmp/vram-e2e';
+export const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+const tests = [];
+/**
+ * Registers a test. `fn({ page, context, browser })`. `options.ownBrowser`: run in a browser of its
+ * own (Chromium stops showing file choosers to a page after some earlier contexts in the same browser).
+ */
+export function test(name, fn, options = {}) {
+  tests.push({ name, fn, options });
+}
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+export function assert(cond, message) {
+  if (!cond) throw new Error('assertion failed: ' + message);
+}
+
+export function assertEq(actual, expected, what) {
+  if (actual !== expected) {
+    throw new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+  }
+}
+
+/** Waits until `fn(arg)` (run in the page) returns a truthy non-Promise value. */
+export async function waitFor(page, fn, arg, what, timeout = 15000) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout, polling: 50 });
+  } catch (e) {
+    throw new Error(`timed out waiting for ${what}`);
+  }
+}
+
+/** Opens the page and waits until the app has mounted. */
+export async function openApp(page, url = BASE_URL) {
+  await page.goto(url);
+  await waitFor(page, () => !!document.querySelector('[data-testid="drop-zone"]'), null, 'the app to mount');
+}
+
+/** Drops a file with these bytes onto the drop zone through a real DataTransfer. */
+export async function dropFile(page, name, bytes, type = 'application/json') {
+  await page.evaluate(
+    ({ name, b64, type }) => {
+      const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const file = new File([bin], name, { type });
+      const dt = new DataTransfer();
+      dt.items.add(file);
+      const target = document.querySelector('[data-testid="drop-zone"]');
+      for (const kind of ['dragenter', 'dragover', 'drop']) {
+        target.dispatchEvent(new DragEvent(kind, { bubbles: true, cancelable: true, dataTransfer: dt }));
+      }
+    },
+    { name, b64: Buffer.from(bytes).toString('base64'), type },
+  );
+}
+
+/** The preset config file from the repository. */
+export function presetBytes(id) {
+  return fs.readFileSync(path.join(REPO, 'crates/vram_core/presets', id + '.json'));
+}
+
+/** `data-raw` of the total parameter count on screen, or null. */
+export async function shownTotal(page) {
+  return page.evaluate(() => document.querySelector('[data-testid="total-params"]')?.dataset.raw ?? null);
+}
+
+export async function waitForTotal(page, raw) {
+  await waitFor(
+    page,
+    (raw) => document.querySelector('[data-testid="total-params"]')?.dataset.raw === raw,
+    raw,
+    `total-params = ${raw}`,
+  );
+}
+
+export async function run() {
+  if (!BASE_URL) throw new Error('VRAM_E2E_URL is not set (run e2e/run.sh)');
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const only = process.env.VRAM_E2E_ONLY;
+  const browser = await launch();
+  let passed = 0;
+  let failed = 0;
+  for (const t of tests) {
+    if (only && !new RegExp(only).test(t.name)) continue;
+    const own = t.options.ownBrowser ? await launch() : null;
+    const context = await (own || browser).newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const foreign = [];
+    const pageErrors = [];
+    context.on('request', (req) => {
+      const u = new URL(req.url());
+      if (!['data:', 'blob:'].includes(u.protocol) && u.origin !== ORIGIN) foreign.push(req.url());
+    });
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    page.on('console', (m) => {
+      if (m.type() === 'error') pageErrors.push('console: ' + m.text());
+    });
+    const started = Date.now();
+    try {
+      await t.fn({ page, context, browser: own || browser });
+      assert(foreign.length === 0, 'requests left the origin: ' + foreign.join(', '));
+      assert(pageErrors.length === 0, 'page errors: ' + pageErrors.join(' | '));
+      passed += 1;
+      console.log(`ok   ${t.name} (${Date.now() - started} ms)`);
+    } catch (e) {
+      failed += 1;
+      console.log(`FAIL ${t.name}\n     ${String(e && e.stack ? e.stack : e).split('\n').join('\n     ')}`);
+      const shot = path.join(ARTIFACTS, t.name.replace(/[^a-z0-9]+/gi, '_') + '.png');
+      await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+      console.log(`     screenshot: ${shot}`);
+    }
+    await context.close();
+    if (own) await own.close();
+  }
+  await browser.close();
+  console.log(`e2e: ${passed} passed, ${failed} failed`);
+  return failed === 0 && passed > 0;
+}

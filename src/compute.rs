@@ -1,0 +1,648 @@
+//! Everything the results section shows, computed from `vram_core` for one model and page scenario:
+//! the budgets, the fit verdict against the GPU, the breakdown table (components × phases) with the
+//! core's explained terms, the largest batch and sequence that fit, the cheapest changes that make a
+//! run fit, and the chart series. No memory formula lives here: each figure is a core result, the
+//! page only varies scenario fields and reads the totals back.
+
+use crate::page_scenario::PageScenario;
+use vram_core::gpu_catalog::Verdict;
+use vram_core::infer::{self, InferEstimate};
+use vram_core::report::{DeviceOverheads, Phase, Term};
+use vram_core::scenario::{
+    AttentionImpl, BaseQuant, Engine, Lora, LoraTargets, Optimizer, ZeroStage,
+};
+use vram_core::train::{self, Budget, BudgetKind, TrainEstimate};
+use vram_core::{ModelSpec, Scenario};
+
+/// Which budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budgeted {
+    /// Training.
+    Train,
+    /// Inference.
+    Infer,
+}
+
+/// One row of the breakdown table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BreakdownRow {
+    /// Component key (`weights`, `gradients`, `kv_cache`, ...).
+    pub key: String,
+    /// Bytes live at each phase's peak (0 where absent).
+    pub cells: Vec<u64>,
+    /// The core's explanations for this row.
+    pub terms: Vec<Term>,
+}
+
+/// Components × phases.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Breakdown {
+    /// Phase names in order.
+    pub phases: Vec<String>,
+    /// One row per component.
+    pub rows: Vec<BreakdownRow>,
+    /// Peak allocated per phase.
+    pub peaks: Vec<u64>,
+    /// Terms of the totals (peak allocated, reserved, device) and any not tied to a row.
+    pub other_terms: Vec<Term>,
+}
+
+/// Keys of terms that explain totals rather than a component.
+const TOTAL_KEYS: &[&str] = &["peak_allocated", "peak_reserved", "device_total", "device"];
+
+/// Activation terms of the training model: shown under the `activations` row.
+fn belongs_to(row: &str, term_key: &str, row_keys: &[String]) -> bool {
+    if term_key == row {
+        return true;
+    }
+    if row_keys.iter().any(|r| r == term_key) || TOTAL_KEYS.contains(&term_key) {
+        return false;
+    }
+    row == "activations"
+}
+
+/// Builds the table from the core's phases and terms.
+pub fn breakdown(phases: &[Phase], terms: &[Term]) -> Breakdown {
+    let mut keys: Vec<String> = Vec::new();
+    for p in phases {
+        for (k, b) in &p.components {
+            if *b > 0 && !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let rows: Vec<BreakdownRow> = keys
+        .iter()
+        .map(|k| BreakdownRow {
+            key: k.clone(),
+            cells: phases
+                .iter()
+                .map(|p| {
+                    p.components
+                        .iter()
+                        .filter(|(c, _)| c == k)
+                        .map(|(_, b)| *b)
+                        .fold(0, u64::saturating_add)
+                })
+                .collect(),
+            terms: terms
+                .iter()
+                .filter(|t| belongs_to(k, &t.key, &keys))
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    let used: Vec<&str> = rows
+        .iter()
+        .flat_map(|r| r.terms.iter().map(|t| t.key.as_str()))
+        .collect();
+    let other_terms = terms
+        .iter()
+        .filter(|t| !used.contains(&t.key.as_str()))
+        .cloned()
+        .collect();
+    Breakdown {
+        phases: phases.iter().map(|p| p.name.clone()).collect(),
+        rows,
+        peaks: phases.iter().map(|p| p.peak_allocated_bytes).collect(),
+        other_terms,
+    }
+}
+
+/// A change to the scenario that would make a run fit, with its new figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suggestion {
+    /// What changes (key for the translated label).
+    pub change: Change,
+    /// The compared total after the change (device bytes per GPU).
+    pub new_bytes: u64,
+    /// Verdict after the change.
+    pub verdict: Verdict,
+}
+
+/// Kinds of changes tried, cheapest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Turn on gradient checkpointing.
+    Checkpointing,
+    /// 8-bit AdamW.
+    Adamw8bit,
+    /// LoRA r = 16 on all linear layers.
+    Lora,
+    /// QLoRA: LoRA over an NF4 base.
+    Qlora,
+    /// ZeRO stage 3 over this many GPUs.
+    Zero3 {
+        /// GPUs.
+        gpus: u64,
+    },
+    /// A shorter sequence / context (the longest that fits).
+    ShorterSeq {
+        /// Tokens.
+        seq_len: u64,
+    },
+    /// Weights in this format.
+    Weights {
+        /// Format name.
+        format: &'static str,
+    },
+    /// FP8 KV cache.
+    Fp8Kv,
+}
+
+/// The result of one mode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModeResult {
+    /// Which budget.
+    pub budgeted: Budgeted,
+    /// Peak tensor bytes (`max_memory_allocated`).
+    pub peak_allocated_bytes: u64,
+    /// Peak reserved by the caching allocator (training only).
+    pub peak_reserved_bytes: Option<u64>,
+    /// What `nvidia-smi` shows: the total compared with the GPU.
+    pub device_bytes: u64,
+    /// Phase of the peak.
+    pub peak_phase: String,
+    /// GPU usable bytes.
+    pub usable_bytes: u64,
+    /// Fits / tight / does not fit.
+    pub verdict: Verdict,
+    /// The table.
+    pub breakdown: Breakdown,
+    /// The largest batch that fits (None: not even 1).
+    pub max_batch: Option<u64>,
+    /// The largest sequence / context that fits.
+    pub max_seq: Option<u64>,
+    /// Changes that make it fit (only when it does not).
+    pub suggestions: Vec<Suggestion>,
+    /// Notes and warnings of the core.
+    pub notes: Vec<String>,
+    /// vLLM serving figures (inference with the vLLM engine).
+    pub serving: Option<infer::ServingEstimate>,
+}
+
+/// Results of the page.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PageResults {
+    /// Training, when shown: the result or the core's scenario error.
+    pub train: Option<Result<ModeResult, String>>,
+    /// Inference, when shown.
+    pub infer: Option<Result<ModeResult, String>>,
+}
+
+fn overheads() -> DeviceOverheads {
+    DeviceOverheads::default()
+}
+
+fn train_device(spec: &ModelSpec, s: &Scenario) -> Option<u64> {
+    train::estimate_training(spec, s, &overheads())
+        .ok()
+        .map(|e| e.device_bytes)
+}
+
+fn infer_fits_bytes(spec: &ModelSpec, s: &Scenario) -> Option<(u64, Verdict)> {
+    let e = infer::estimate_inference(spec, s, &overheads()).ok()?;
+    Some(infer_verdict(&e, s))
+}
+
+/// The compared total and verdict of an inference estimate: transformers compares the device total
+/// with the GPU; vLLM fits when its KV pool holds `batch` sequences of `seq_len` tokens (as
+/// `vram_core::infer::solve` decides).
+fn infer_verdict(e: &InferEstimate, s: &Scenario) -> (u64, Verdict) {
+    match s.engine {
+        Engine::Transformers => (
+            e.device_bytes,
+            Verdict::of(e.device_bytes, s.serving.gpu_memory_bytes),
+        ),
+        Engine::Vllm => {
+            let fits = e.serving.shortfall_bytes == 0
+                && e.serving.fits
+                && e.serving.concurrency_at_context >= s.batch as f64;
+            let used = e.device_bytes;
+            (
+                used,
+                if fits {
+                    Verdict::Fits
+                } else {
+                    Verdict::DoesNotFit
+                },
+            )
+        }
+    }
+}
+
+/// Largest sequence tried by the training solver: the config's context, else 128 Ki tokens.
+fn seq_cap(spec: &ModelSpec) -> u64 {
+    match spec.max_position_embeddings {
+        0 => 131_072,
+        m => m,
+    }
+}
+
+/// Computes the training result.
+pub fn train_result(
+    spec: &ModelSpec,
+    s: &Scenario,
+    usable_bytes: u64,
+) -> Result<ModeResult, String> {
+    let e: TrainEstimate =
+        train::estimate_training(spec, s, &overheads()).map_err(|e| e.to_string())?;
+    let verdict = Verdict::of(e.device_bytes, usable_bytes);
+    let budget = Budget {
+        bytes: usable_bytes,
+        kind: BudgetKind::Device,
+    };
+    let max_batch = train::max_batch(spec, s, &overheads(), budget, 4096);
+    let max_seq = train::max_seq_len(spec, s, &overheads(), budget, seq_cap(spec));
+    let suggestions = if verdict == Verdict::DoesNotFit {
+        train_suggestions(spec, s, usable_bytes, max_seq)
+    } else {
+        Vec::new()
+    };
+    Ok(ModeResult {
+        budgeted: Budgeted::Train,
+        peak_allocated_bytes: e.peak_allocated_bytes,
+        peak_reserved_bytes: Some(e.peak_reserved_bytes),
+        device_bytes: e.device_bytes,
+        peak_phase: e.peak_phase.clone(),
+        usable_bytes,
+        verdict,
+        breakdown: breakdown(&e.phases, &e.terms),
+        max_batch,
+        max_seq,
+        suggestions,
+        notes: Vec::new(),
+        serving: None,
+    })
+}
+
+fn train_suggestions(
+    spec: &ModelSpec,
+    s: &Scenario,
+    usable: u64,
+    max_seq: Option<u64>,
+) -> Vec<Suggestion> {
+    let mut out = Vec::new();
+    let mut try_change = |change: Change, variant: Scenario| {
+        if let Some(b) = train_device(spec, &variant) {
+            out.push(Suggestion {
+                change,
+                new_bytes: b,
+                verdict: Verdict::of(b, usable),
+            });
+        }
+    };
+    if !s.grad_checkpointing {
+        try_change(
+            Change::Checkpointing,
+            Scenario {
+                grad_checkpointing: true,
+                ..s.clone()
+            },
+        );
+    }
+    if s.lora.is_none() && s.optimizer != Optimizer::Adamw8bit {
+        try_change(
+            Change::Adamw8bit,
+            Scenario {
+                optimizer: Optimizer::Adamw8bit,
+                ..s.clone()
+            },
+        );
+    }
+    if s.lora.is_none() {
+        let lora = Lora {
+            r: 16,
+            alpha: 32,
+            targets: LoraTargets::AllLinear,
+            base_quant: BaseQuant::None,
+        };
+        try_change(
+            Change::Lora,
+            Scenario {
+                lora: Some(lora.clone()),
+                ..s.clone()
+            },
+        );
+        try_change(
+            Change::Qlora,
+            Scenario {
+                lora: Some(Lora {
+                    base_quant: BaseQuant::Nf4,
+                    ..lora
+                }),
+                // QLoRA trains the adapters in bf16 over the 4-bit base.
+                grad_checkpointing: true,
+                ..s.clone()
+            },
+        );
+    }
+    if s.zero.0 < 3 || s.gpus < 8 {
+        for gpus in [s.gpus.max(2), 4, 8, 16, 32, 64] {
+            if gpus < s.gpus {
+                continue;
+            }
+            let variant = Scenario {
+                zero: ZeroStage(3),
+                gpus,
+                ..s.clone()
+            };
+            if let Some(b) = train_device(spec, &variant) {
+                if b <= usable || gpus == 64 {
+                    out.push(Suggestion {
+                        change: Change::Zero3 { gpus },
+                        new_bytes: b,
+                        verdict: Verdict::of(b, usable),
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(seq) = max_seq.filter(|&m| m < s.seq_len) {
+        if let Some(b) = train_device(
+            spec,
+            &Scenario {
+                seq_len: seq,
+                ..s.clone()
+            },
+        ) {
+            out.push(Suggestion {
+                change: Change::ShorterSeq { seq_len: seq },
+                new_bytes: b,
+                verdict: Verdict::of(b, usable),
+            });
+        }
+    }
+    sort_suggestions(out)
+}
+
+/// Changes that fit first (in the order tried, which is cheapest first), then the rest by size.
+fn sort_suggestions(mut v: Vec<Suggestion>) -> Vec<Suggestion> {
+    v.sort_by_key(|s| {
+        (
+            s.verdict == Verdict::DoesNotFit,
+            if s.verdict == Verdict::DoesNotFit {
+                s.new_bytes
+            } else {
+                0
+            },
+        )
+    });
+    v
+}
+
+/// Computes the inference result.
+pub fn infer_result(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String> {
+    let e = infer::estimate_inference(spec, s, &overheads()).map_err(|e| e.to_string())?;
+    let (bytes, verdict) = infer_verdict(&e, s);
+    let max_seq = infer::max_context(spec, s, &overheads())
+        .ok()
+        .filter(|&v| v > 0);
+    let max_batch = infer::max_batch(spec, s, &overheads())
+        .ok()
+        .filter(|&v| v > 0);
+    let suggestions = if verdict == Verdict::DoesNotFit {
+        infer_suggestions(spec, s, max_seq)
+    } else {
+        Vec::new()
+    };
+    let peak_phase = e
+        .phases
+        .iter()
+        .max_by_key(|p| p.peak_allocated_bytes)
+        .map(|p| p.name.clone())
+        .unwrap_or_default();
+    Ok(ModeResult {
+        budgeted: Budgeted::Infer,
+        peak_allocated_bytes: e.peak_allocated_bytes,
+        peak_reserved_bytes: None,
+        device_bytes: bytes,
+        peak_phase,
+        usable_bytes: s.serving.gpu_memory_bytes,
+        verdict,
+        breakdown: breakdown(&e.phases, &e.terms),
+        max_batch,
+        max_seq,
+        suggestions,
+        notes: e.notes.clone(),
+        serving: (s.engine == Engine::Vllm).then(|| e.serving.clone()),
+    })
+}
+
+fn infer_suggestions(spec: &ModelSpec, s: &Scenario, max_seq: Option<u64>) -> Vec<Suggestion> {
+    let mut out = Vec::new();
+    let mut try_change = |change: Change, variant: Scenario| {
+        if let Some((b, v)) = infer_fits_bytes(spec, &variant) {
+            out.push(Suggestion {
+                change,
+                new_bytes: b,
+                verdict: v,
+            });
+        }
+    };
+    for format in ["fp8", "int8", "nf4"] {
+        if s.weights.as_deref() != Some(format) {
+            try_change(
+                Change::Weights { format },
+                Scenario {
+                    weights: Some(format.to_string()),
+                    ..s.clone()
+                },
+            );
+        }
+    }
+    if s.kv_dtype.as_deref() != Some("fp8") {
+        try_change(
+            Change::Fp8Kv,
+            Scenario {
+                kv_dtype: Some("fp8".into()),
+                ..s.clone()
+            },
+        );
+    }
+    if let Some(seq) = max_seq.filter(|&m| m < s.seq_len) {
+        try_change(
+            Change::ShorterSeq { seq_len: seq },
+            Scenario {
+                seq_len: seq,
+                ..s.clone()
+            },
+        );
+    }
+    sort_suggestions(out)
+}
+
+/// Computes every shown result.
+pub fn page_results(spec: &ModelSpec, page: &PageScenario) -> PageResults {
+    let usable = page.gpu.usable_bytes();
+    PageResults {
+        train: page
+            .mode
+            .train()
+            .then(|| train_result(spec, &page.train_scenario(), usable)),
+        infer: page
+            .mode
+            .infer()
+            .then(|| infer_result(spec, &page.infer_scenario())),
+    }
+}
+
+/// One line of a chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// (x, bytes or count) points.
+    pub points: Vec<(u64, u64)>,
+}
+
+/// A swept chart: memory (or capacity) against batch or sequence length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// Lines.
+    pub series: Vec<Series>,
+    /// The GPU's usable memory (for memory charts).
+    pub capacity_bytes: Option<u64>,
+    /// The largest fitting x, marked on the chart.
+    pub largest_fit: Option<u64>,
+}
+
+/// Powers of two from `from` up to `to` (inclusive), at most `max_points`.
+pub fn powers_of_two(from: u64, to: u64, max_points: usize) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut x = from.max(1);
+    while x <= to && v.len() < max_points {
+        v.push(x);
+        x = x.saturating_mul(2);
+    }
+    v
+}
+
+/// Training device memory against micro-batch size.
+pub fn train_batch_sweep(
+    spec: &ModelSpec,
+    s: &Scenario,
+    usable: u64,
+    max_batch: Option<u64>,
+) -> Sweep {
+    let top = max_batch.map_or(16, |m| (m * 2).max(16));
+    let xs = powers_of_two(1, top, 9);
+    let points = xs
+        .iter()
+        .filter_map(|&b| {
+            train_device(
+                spec,
+                &Scenario {
+                    batch: b,
+                    ..s.clone()
+                },
+            )
+            .map(|d| (b, d))
+        })
+        .collect();
+    Sweep {
+        series: vec![Series {
+            name: String::new(),
+            points,
+        }],
+        capacity_bytes: Some(usable),
+        largest_fit: max_batch,
+    }
+}
+
+/// Training device memory against sequence length, eager and SDPA attention.
+pub fn train_seq_sweep(
+    spec: &ModelSpec,
+    s: &Scenario,
+    usable: u64,
+    max_seq: Option<u64>,
+    names: [&str; 2],
+) -> Sweep {
+    let xs = powers_of_two(256, seq_cap(spec).max(256), 8);
+    let series = [AttentionImpl::Eager, AttentionImpl::Sdpa]
+        .into_iter()
+        .zip(names)
+        .map(|(attention, name)| Series {
+            name: name.to_string(),
+            points: xs
+                .iter()
+                .filter_map(|&x| {
+                    train_device(
+                        spec,
+                        &Scenario {
+                            seq_len: x,
+                            attention,
+                            ..s.clone()
+                        },
+                    )
+                    .map(|d| (x, d))
+                })
+                .collect(),
+        })
+        .collect();
+    Sweep {
+        series,
+        capacity_bytes: Some(usable),
+        largest_fit: max_seq,
+    }
+}
+
+/// Inference: device memory (transformers) against context length, and sequences the vLLM KV pool
+/// holds at each context length.
+pub fn infer_context_sweeps(
+    spec: &ModelSpec,
+    s: &Scenario,
+    max_context: Option<u64>,
+) -> (Sweep, Sweep) {
+    let cap = match spec.max_position_embeddings {
+        0 => 131_072,
+        m => m,
+    };
+    let xs = powers_of_two(512, cap.max(512), 9);
+    let mut mem = Vec::new();
+    let mut conc = Vec::new();
+    let transformers = Scenario {
+        engine: Engine::Transformers,
+        ..s.clone()
+    };
+    for &x in &xs {
+        if let Ok(e) = infer::estimate_inference(
+            spec,
+            &Scenario {
+                seq_len: x,
+                ..transformers.clone()
+            },
+            &overheads(),
+        ) {
+            mem.push((x, e.device_bytes));
+        }
+        let mut v = Scenario {
+            seq_len: x,
+            engine: Engine::Vllm,
+            ..s.clone()
+        };
+        v.serving.max_model_len = x;
+        if let Ok(e) = infer::estimate_inference(spec, &v, &overheads()) {
+            conc.push((x, e.serving.concurrency_at_context.max(0.0).floor() as u64));
+        }
+    }
+    (
+        Sweep {
+            series: vec![Series {
+                name: String::new(),
+                points: mem,
+            }],
+            capacity_bytes: Some(s.serving.gpu_memory_bytes),
+            largest_fit: max_context,
+        },
+        Sweep {
+            series: vec![Series {
+                name: String::new(),
+                points: conc,
+            }],
+            capacity_bytes: None,
+            largest_fit: None,
+        },
+    )
+}

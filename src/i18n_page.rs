@@ -1,0 +1,580 @@
+//! Text of the scenario form, the results and the charts, in English and Simplified Chinese. Field
+//! labels and one-line hints are looked up by the field key the form uses.
+
+use crate::compute::Change;
+use crate::i18n::Lang;
+use vram_core::gpu_catalog::Verdict;
+
+/// `(label, hint)` of a scenario field.
+pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
+    let zh = lang == Lang::Zh;
+    let (en, cn): ((&str, &str), (&str, &str)) = match key {
+        "mode" => (
+            (
+                "What to estimate",
+                "Training, inference, or both side by side.",
+            ),
+            ("估算内容", "训练、推理，或并排显示两者。"),
+        ),
+        "gpu" => (
+            (
+                "GPU",
+                "Usable memory as the driver reports it (an \"80 GB\" H100 has 79.19 GiB).",
+            ),
+            (
+                "GPU",
+                "驱动报告的可用显存（标称 80 GB 的 H100 实际为 79.19 GiB）。",
+            ),
+        ),
+        "custom_gib" => (
+            (
+                "Custom GPU memory (GiB)",
+                "Usable memory per GPU in GiB (2^30 bytes).",
+            ),
+            (
+                "自定义显存 (GiB)",
+                "每张 GPU 的可用显存，单位 GiB（2^30 字节）。",
+            ),
+        ),
+        "gpus" => (
+            (
+                "GPU count",
+                "Data-parallel GPUs for training; tensor-parallel size for vLLM.",
+            ),
+            ("GPU 数量", "训练时为数据并行 GPU 数；vLLM 时为张量并行数。"),
+        ),
+        "zero" => (
+            (
+                "ZeRO stage",
+                "DeepSpeed ZeRO: 1 shards optimizer states, 2 also gradients, 3 also weights.",
+            ),
+            (
+                "ZeRO 阶段",
+                "DeepSpeed ZeRO：1 切分优化器状态，2 再切分梯度，3 再切分权重。",
+            ),
+        ),
+        "offload_optimizer" => (
+            (
+                "Offload optimizer to CPU",
+                "ZeRO-Offload keeps optimizer states in host memory.",
+            ),
+            (
+                "优化器卸载到 CPU",
+                "ZeRO-Offload 将优化器状态放在主机内存。",
+            ),
+        ),
+        "offload_params" => (
+            (
+                "Offload parameters to CPU",
+                "ZeRO-3 only: parameters live in host memory.",
+            ),
+            ("参数卸载到 CPU", "仅 ZeRO-3：参数放在主机内存。"),
+        ),
+        "precision" => (
+            (
+                "Precision",
+                "bf16 mixed precision keeps fp32 master weights and computes in bf16.",
+            ),
+            ("精度", "bf16 混合精度：fp32 主权重，bf16 计算。"),
+        ),
+        "optimizer" => (
+            (
+                "Optimizer",
+                "AdamW keeps two fp32 moments per trainable parameter.",
+            ),
+            ("优化器", "AdamW 为每个可训练参数保存两个 fp32 动量。"),
+        ),
+        "batch" => (
+            (
+                "Micro-batch size",
+                "Sequences per forward/backward pass on each GPU.",
+            ),
+            ("微批大小", "每张 GPU 每次前向/反向的序列数。"),
+        ),
+        "seq_len" => (
+            ("Sequence length", "Tokens per training sequence."),
+            ("序列长度", "每条训练序列的 token 数。"),
+        ),
+        "grad_checkpointing" => (
+            (
+                "Gradient checkpointing",
+                "Recompute layer activations in backward: less memory, ~30% more compute.",
+            ),
+            ("梯度检查点", "反向时重算层激活：省显存，约多 30% 计算。"),
+        ),
+        "attention" | "infer_attention" => (
+            (
+                "Attention",
+                "Eager materialises the s×s scores; SDPA and flash do not.",
+            ),
+            (
+                "注意力实现",
+                "eager 会生成 s×s 注意力矩阵；SDPA 和 flash 不会。",
+            ),
+        ),
+        "lora" => (
+            (
+                "Fine-tuning",
+                "Full training, LoRA adapters, or QLoRA (LoRA over a 4-bit base).",
+            ),
+            (
+                "微调方式",
+                "全参训练、LoRA 适配器，或 QLoRA（4 bit 底座上的 LoRA）。",
+            ),
+        ),
+        "lora_r" => (
+            (
+                "LoRA rank",
+                "Rank r of each adapter pair A (r×in) and B (out×r).",
+            ),
+            ("LoRA 秩", "每对适配器 A (r×in)、B (out×r) 的秩 r。"),
+        ),
+        "lora_targets" => (
+            (
+                "LoRA targets",
+                "peft's default (q_proj, v_proj for llama) or every linear layer.",
+            ),
+            (
+                "LoRA 目标模块",
+                "peft 默认（llama 为 q_proj、v_proj）或全部线性层。",
+            ),
+        ),
+        "grad_accumulation" => (
+            ("Gradient accumulation", "Micro-batches per optimizer step."),
+            ("梯度累积", "每次优化器更新累积的微批数。"),
+        ),
+        "engine" => (
+            (
+                "Engine",
+                "HF transformers generate, or vLLM with its pre-allocated paged KV cache.",
+            ),
+            (
+                "推理引擎",
+                "HF transformers generate，或预分配分页 KV 缓存的 vLLM。",
+            ),
+        ),
+        "weights" => (
+            (
+                "Weight format",
+                "Auto: the config's quantization_config, else the dtype.",
+            ),
+            (
+                "权重格式",
+                "自动：使用配置中的 quantization_config，否则按数据类型。",
+            ),
+        ),
+        "infer_dtype" => (
+            (
+                "Compute dtype",
+                "Dtype of unquantized weights, activations and (by default) the KV cache.",
+            ),
+            ("计算精度", "未量化权重、激活和（默认）KV 缓存的数据类型。"),
+        ),
+        "kv_dtype" => (
+            (
+                "KV cache dtype",
+                "Auto: the compute dtype. fp8 halves the cache.",
+            ),
+            ("KV 缓存精度", "自动：与计算精度相同。fp8 可减半。"),
+        ),
+        "infer_batch" => (
+            ("Concurrent sequences", "Sequences generated at once."),
+            ("并发序列数", "同时生成的序列数。"),
+        ),
+        "context" => (
+            (
+                "Context length",
+                "Prompt plus generated tokens per sequence.",
+            ),
+            ("上下文长度", "每条序列的提示词加生成 token 数。"),
+        ),
+        "logits_to_keep" => (
+            (
+                "Logits computed",
+                "Positions whose logits prefill computes: 1 = last only (generate), 0 = all.",
+            ),
+            (
+                "计算 logits 的位置",
+                "预填充计算 logits 的位置数：1 = 仅最后一个（generate），0 = 全部。",
+            ),
+        ),
+        "gpu_util" => (
+            (
+                "vLLM GPU memory utilization",
+                "--gpu-memory-utilization: share of GPU memory vLLM may use.",
+            ),
+            (
+                "vLLM 显存利用率",
+                "--gpu-memory-utilization：vLLM 可使用的显存比例。",
+            ),
+        ),
+        "max_model_len" => (
+            (
+                "vLLM max model length",
+                "--max-model-len (0: the config's context).",
+            ),
+            (
+                "vLLM 最大模型长度",
+                "--max-model-len（0：使用配置中的上下文）。",
+            ),
+        ),
+        "max_num_seqs" => (
+            ("vLLM max sequences", "--max-num-seqs."),
+            ("vLLM 最大序列数", "--max-num-seqs。"),
+        ),
+        _ => ((key_static(key), ""), (key_static(key), "")),
+    };
+    if zh {
+        cn
+    } else {
+        en
+    }
+}
+
+fn key_static(_key: &str) -> &'static str {
+    "?"
+}
+
+/// Row label of a breakdown component key.
+pub fn component(lang: Lang, key: &str) -> String {
+    let zh = lang == Lang::Zh;
+    let s = match (key, zh) {
+        ("weights", false) => "Weights",
+        ("weights", true) => "权重",
+        ("gradients", false) => "Gradients",
+        ("gradients", true) => "梯度",
+        ("optimizer", false) => "Optimizer states",
+        ("optimizer", true) => "优化器状态",
+        ("optimizer_temp", false) => "Optimizer step temporaries",
+        ("optimizer_temp", true) => "优化器临时张量",
+        ("activations", false) => "Activations",
+        ("activations", true) => "激活",
+        ("buffers", false) => "Communication buffers",
+        ("buffers", true) => "通信缓冲",
+        ("kv_cache", false) => "KV cache",
+        ("kv_cache", true) => "KV 缓存",
+        ("logits", false) => "Logits",
+        ("logits", true) => "Logits",
+        ("cache_growth", false) => "KV cache growth (decode)",
+        ("cache_growth", true) => "KV 缓存增长（解码）",
+        ("load_transient", false) => "Load transient",
+        ("load_transient", true) => "加载临时张量",
+        _ => return key.replace('_', " "),
+    };
+    s.to_string()
+}
+
+/// Verdict text.
+pub fn verdict(lang: Lang, v: Verdict) -> &'static str {
+    match (v, lang) {
+        (Verdict::Fits, Lang::En) => "fits",
+        (Verdict::Tight, Lang::En) => "tight",
+        (Verdict::DoesNotFit, Lang::En) => "does not fit",
+        (Verdict::Fits, Lang::Zh) => "放得下",
+        (Verdict::Tight, Lang::Zh) => "很紧张",
+        (Verdict::DoesNotFit, Lang::Zh) => "放不下",
+    }
+}
+
+/// Suggestion text.
+pub fn change(lang: Lang, c: &Change) -> String {
+    let zh = lang == Lang::Zh;
+    match c {
+        Change::Checkpointing => {
+            if zh {
+                "开启梯度检查点".into()
+            } else {
+                "Turn on gradient checkpointing".into()
+            }
+        }
+        Change::Adamw8bit => {
+            if zh {
+                "改用 8 bit AdamW".into()
+            } else {
+                "Use 8-bit AdamW".into()
+            }
+        }
+        Change::Lora => {
+            if zh {
+                "LoRA（r = 16，全部线性层）".into()
+            } else {
+                "LoRA (r = 16, all linear layers)".into()
+            }
+        }
+        Change::Qlora => {
+            if zh {
+                "QLoRA（NF4 底座 + LoRA r = 16 + 检查点）".into()
+            } else {
+                "QLoRA (NF4 base + LoRA r = 16 + checkpointing)".into()
+            }
+        }
+        Change::Zero3 { gpus } => {
+            if zh {
+                format!("ZeRO-3，{gpus} 张 GPU")
+            } else {
+                format!("ZeRO-3 over {gpus} GPUs")
+            }
+        }
+        Change::ShorterSeq { seq_len } => {
+            if zh {
+                format!("缩短到 {seq_len} 个 token")
+            } else {
+                format!("Shorten to {seq_len} tokens")
+            }
+        }
+        Change::Weights { format } => {
+            if zh {
+                format!("{format} 权重")
+            } else {
+                format!("{format} weights")
+            }
+        }
+        Change::Fp8Kv => {
+            if zh {
+                "fp8 KV 缓存".into()
+            } else {
+                "fp8 KV cache".into()
+            }
+        }
+    }
+}
+
+/// Fixed texts of the scenario and results sections.
+#[derive(Debug)]
+pub struct PageText {
+    /// Section heading.
+    pub scenario: &'static str,
+    /// Mode options.
+    pub mode_train: &'static str,
+    /// Mode option.
+    pub mode_infer: &'static str,
+    /// Mode option.
+    pub mode_both: &'static str,
+    /// Training sub-form heading.
+    pub training: &'static str,
+    /// Inference sub-form heading.
+    pub inference: &'static str,
+    /// Custom GPU option.
+    pub custom: &'static str,
+    /// Auto option.
+    pub auto: &'static str,
+    /// Full training option.
+    pub full: &'static str,
+    /// Headline: "peak per GPU".
+    pub per_gpu: &'static str,
+    /// Which total: device.
+    pub total_device: &'static str,
+    /// Which total: vLLM.
+    pub total_vllm: &'static str,
+    /// Peak allocated label.
+    pub allocated: &'static str,
+    /// Reserved label.
+    pub reserved: &'static str,
+    /// "of" usable.
+    pub usable: &'static str,
+    /// Breakdown heading.
+    pub breakdown: &'static str,
+    /// Peak row.
+    pub peak_row: &'static str,
+    /// Largest batch.
+    pub largest_batch: &'static str,
+    /// Largest sequence.
+    pub largest_seq: &'static str,
+    /// None fits.
+    pub none_fits: &'static str,
+    /// Suggestions heading.
+    pub suggestions: &'static str,
+    /// "new peak".
+    pub new_peak: &'static str,
+    /// Explanations heading.
+    pub how: &'static str,
+    /// Source label.
+    pub source: &'static str,
+    /// Unit toggle label.
+    pub units: &'static str,
+    /// Charts heading.
+    pub charts: &'static str,
+    /// Chart titles.
+    pub chart_phases: &'static str,
+    /// Chart title.
+    pub chart_batch: &'static str,
+    /// Chart title.
+    pub chart_seq: &'static str,
+    /// Chart title.
+    pub chart_ctx_mem: &'static str,
+    /// Chart title.
+    pub chart_ctx_seqs: &'static str,
+    /// Axis.
+    pub phase: &'static str,
+    /// Axis.
+    pub batch_axis: &'static str,
+    /// Axis.
+    pub seq_axis: &'static str,
+    /// Axis.
+    pub ctx_axis: &'static str,
+    /// Axis.
+    pub seqs_axis: &'static str,
+    /// Legend.
+    pub capacity: &'static str,
+    /// Legend.
+    pub largest_fit: &'static str,
+    /// Download PNG.
+    pub png: &'static str,
+    /// Download SVG.
+    pub svg: &'static str,
+    /// Share heading.
+    pub share: &'static str,
+    /// Copy link.
+    pub copy_link: &'static str,
+    /// Copied.
+    pub copied: &'static str,
+    /// Export CSV.
+    pub csv: &'static str,
+    /// Export Markdown.
+    pub markdown: &'static str,
+    /// Export JSON.
+    pub json: &'static str,
+    /// Not computed.
+    pub not_computed: &'static str,
+    /// Notes heading.
+    pub notes: &'static str,
+    /// Measured vs estimated heading.
+    pub measured_heading: &'static str,
+    /// Column.
+    pub measured: &'static str,
+    /// Column.
+    pub estimated: &'static str,
+    /// Column.
+    pub difference: &'static str,
+    /// vLLM KV tokens.
+    pub kv_tokens: &'static str,
+    /// vLLM concurrency.
+    pub concurrency: &'static str,
+}
+
+/// English.
+pub static PAGE_EN: PageText = PageText {
+    scenario: "Scenario",
+    mode_train: "Training",
+    mode_infer: "Inference",
+    mode_both: "Both",
+    training: "Training",
+    inference: "Inference",
+    custom: "Custom size…",
+    auto: "auto",
+    full: "Full training",
+    per_gpu: "per GPU",
+    total_device:
+        "device total (what nvidia-smi shows: reserved + CUDA context + cuBLAS workspace)",
+    total_vllm: "vLLM: weights + activation peak + KV pool within --gpu-memory-utilization",
+    allocated: "peak allocated (torch.cuda.max_memory_allocated)",
+    reserved: "peak reserved (caching allocator)",
+    usable: "usable on",
+    breakdown: "Breakdown by phase",
+    peak_row: "Peak allocated in phase",
+    largest_batch: "Largest batch that fits",
+    largest_seq: "Longest sequence that fits",
+    none_fits: "none",
+    suggestions: "Cheapest changes that would fit",
+    new_peak: "new total",
+    how: "How each figure is computed",
+    source: "Source",
+    units: "Units",
+    charts: "Charts",
+    chart_phases: "Memory per phase",
+    chart_batch: "Training memory vs batch size",
+    chart_seq: "Training memory vs sequence length",
+    chart_ctx_mem: "Inference memory vs context length",
+    chart_ctx_seqs: "vLLM: sequences the KV pool holds vs context length",
+    phase: "phase",
+    batch_axis: "micro-batch size",
+    seq_axis: "sequence length (tokens)",
+    ctx_axis: "context length (tokens)",
+    seqs_axis: "concurrent sequences",
+    capacity: "usable GPU memory",
+    largest_fit: "largest that fits",
+    png: "PNG",
+    svg: "SVG",
+    share: "Share and export",
+    copy_link: "Copy link",
+    copied: "Link copied",
+    csv: "Breakdown CSV",
+    markdown: "Breakdown Markdown",
+    json: "Estimate JSON",
+    not_computed: "Not computed",
+    notes: "Notes",
+    measured_heading: "Measured (vram measure) vs estimated",
+    measured: "Measured",
+    estimated: "Estimated",
+    difference: "Difference",
+    kv_tokens: "KV cache tokens",
+    concurrency: "max concurrency at max_model_len",
+};
+
+/// 简体中文.
+pub static PAGE_ZH: PageText = PageText {
+    scenario: "场景",
+    mode_train: "训练",
+    mode_infer: "推理",
+    mode_both: "两者",
+    training: "训练",
+    inference: "推理",
+    custom: "自定义大小…",
+    auto: "自动",
+    full: "全参训练",
+    per_gpu: "每张 GPU",
+    total_device: "设备总量（nvidia-smi 显示的值：保留显存 + CUDA 上下文 + cuBLAS 工作区）",
+    total_vllm: "vLLM：权重 + 激活峰值 + KV 池，受 --gpu-memory-utilization 限制",
+    allocated: "已分配峰值 (torch.cuda.max_memory_allocated)",
+    reserved: "保留峰值（缓存分配器）",
+    usable: "可用显存",
+    breakdown: "按阶段分解",
+    peak_row: "阶段内已分配峰值",
+    largest_batch: "放得下的最大批大小",
+    largest_seq: "放得下的最长序列",
+    none_fits: "无",
+    suggestions: "能放下的最省事改动",
+    new_peak: "新总量",
+    how: "每个数字的计算方法",
+    source: "来源",
+    units: "单位",
+    charts: "图表",
+    chart_phases: "各阶段显存",
+    chart_batch: "训练显存与批大小",
+    chart_seq: "训练显存与序列长度",
+    chart_ctx_mem: "推理显存与上下文长度",
+    chart_ctx_seqs: "vLLM：KV 池可容纳的序列数与上下文长度",
+    phase: "阶段",
+    batch_axis: "微批大小",
+    seq_axis: "序列长度（token）",
+    ctx_axis: "上下文长度（token）",
+    seqs_axis: "并发序列数",
+    capacity: "GPU 可用显存",
+    largest_fit: "能放下的最大值",
+    png: "PNG",
+    svg: "SVG",
+    share: "分享与导出",
+    copy_link: "复制链接",
+    copied: "链接已复制",
+    csv: "分解表 CSV",
+    markdown: "分解表 Markdown",
+    json: "估算 JSON",
+    not_computed: "未计算",
+    notes: "说明",
+    measured_heading: "实测（vram measure）与估算对比",
+    measured: "实测",
+    estimated: "估算",
+    difference: "差异",
+    kv_tokens: "KV 缓存 token 数",
+    concurrency: "max_model_len 下的最大并发",
+};
+
+impl Lang {
+    /// Texts of the scenario and results sections.
+    pub fn page(self) -> &'static PageText {
+        match self {
+            Lang::En => &PAGE_EN,
+            Lang::Zh => &PAGE_ZH,
+        }
+    }
+}

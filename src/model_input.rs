@@ -1,0 +1,237 @@
+//! Model input: drop a file anywhere on the page, open one with the drop zone button (Enter works),
+//! paste JSON, or pick a bundled preset. Files over [`MAX_INPUT_BYTES`] are refused before reading.
+
+use crate::load::{check_size, load_preset, LoadError, ModelSource, MAX_INPUT_BYTES};
+use crate::state::{use_state, AppState};
+use leptos::ev;
+use leptos::html;
+use leptos::prelude::*;
+use vram_core::presets::PRESETS;
+use wasm_bindgen::JsCast;
+use web_sys::{DragEvent, File};
+
+/// Reads `file` (after the size check) and hands the parse result to the state.
+pub fn read_file(state: AppState, file: File) {
+    let name = file.name();
+    let size_bytes = file.size().max(0.0) as u64;
+    if let Err(e) = check_size(&name, size_bytes) {
+        state.accept(Err(e));
+        return;
+    }
+    debug_assert!(size_bytes <= MAX_INPUT_BYTES);
+    leptos::task::spawn_local(async move {
+        let text = wasm_bindgen_futures::JsFuture::from(file.text())
+            .await
+            .ok()
+            .and_then(|v| v.as_string());
+        match text {
+            Some(text) => state.accept_text(text, ModelSource::File(name)),
+            None => state.accept(Err(LoadError::Unreadable { name })),
+        }
+    });
+}
+
+fn first_dropped_file(ev: &DragEvent) -> Option<File> {
+    ev.data_transfer()?.files()?.get(0)
+}
+
+/// Listens on the window so a file dropped anywhere loads; shows the overlay while dragging.
+/// Returns the "dragging" signal for the overlay.
+pub fn install_page_drop(state: AppState) -> ReadSignal<bool> {
+    let (dragging, set_dragging) = signal(false);
+    // `dragover` must be cancelled or the browser never fires `drop` (and opens the file instead).
+    let _ = window_event_listener(ev::dragover, move |ev: DragEvent| {
+        ev.prevent_default();
+        set_dragging.set(true);
+    });
+    let _ = window_event_listener(ev::dragenter, move |ev: DragEvent| {
+        ev.prevent_default();
+        set_dragging.set(true);
+    });
+    let _ = window_event_listener(ev::dragleave, move |ev: DragEvent| {
+        // Leaving the window (no related target) ends the drag; moving between elements does not.
+        if ev.related_target().is_none() {
+            set_dragging.set(false);
+        }
+    });
+    let _ = window_event_listener(ev::drop, move |ev: DragEvent| {
+        ev.prevent_default();
+        set_dragging.set(false);
+        if let Some(file) = first_dropped_file(&ev) {
+            read_file(state, file);
+        }
+    });
+    // Pasting JSON anywhere outside a text field loads it.
+    let _ = window_event_listener(ev::paste, move |ev: web_sys::ClipboardEvent| {
+        let in_field = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+        if in_field {
+            return;
+        }
+        let Some(text) = ev.clipboard_data().and_then(|d| d.get_data("text").ok()) else {
+            return;
+        };
+        if text.trim_start().starts_with('{') {
+            ev.prevent_default();
+            state.accept_text(text, ModelSource::Pasted);
+        }
+    });
+    dragging
+}
+
+/// The drop zone: a large button that opens the file dialog (Enter or click), plus the hidden input.
+#[component]
+pub fn DropZone() -> impl IntoView {
+    let state = use_state();
+    let input_ref: NodeRef<html::Input> = NodeRef::new();
+    let open = move |_| {
+        if let Some(input) = input_ref.get() {
+            input.click();
+        }
+    };
+    let on_change = move |_| {
+        let Some(input) = input_ref.get() else { return };
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            read_file(state, file);
+        }
+        // Allow opening the same file again.
+        input.set_value("");
+    };
+    let s = move || state.lang.get().strings();
+    view! {
+        <div class="drop-zone" data-testid="drop-zone">
+            <button type="button" class="drop-button" data-testid="open-file" on:click=open>
+                <span class="drop-title">{move || s().drop_title}</span>
+                <span class="drop-hint">{move || s().drop_hint}</span>
+            </button>
+            <input
+                type="file"
+                accept=".json,application/json"
+                class="visually-hidden"
+                tabindex="-1"
+                aria-hidden="true"
+                data-testid="file-input"
+                node_ref=input_ref
+                on:change=on_change
+            />
+        </div>
+    }
+}
+
+/// A text area to paste a config into, with a load button.
+#[component]
+pub fn PasteBox() -> impl IntoView {
+    let state = use_state();
+    let (text, set_text) = signal(String::new());
+    let s = move || state.lang.get().strings();
+    let load = move |_| {
+        let t = text.get_untracked();
+        if !t.trim().is_empty() {
+            state.accept_text(t, ModelSource::Pasted);
+        }
+    };
+    view! {
+        <div class="paste-box">
+            <label for="paste-json">{move || s().paste_label}</label>
+            <textarea
+                id="paste-json"
+                rows="3"
+                spellcheck="false"
+                data-testid="paste-input"
+                placeholder=move || s().paste_placeholder
+                prop:value=text
+                on:input=move |ev| set_text.set(event_target_value(&ev))
+            ></textarea>
+            <button type="button" data-testid="paste-load" on:click=load>
+                {move || s().paste_button}
+            </button>
+        </div>
+    }
+}
+
+/// Families in the order the presets list them.
+fn families() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for p in PRESETS {
+        if !out.contains(&p.family) {
+            out.push(p.family);
+        }
+    }
+    out
+}
+
+/// Whether a preset matches the search text (case-insensitive, on repo and family).
+pub fn preset_matches(repo: &str, family: &str, query: &str) -> bool {
+    let q = query.trim().to_lowercase();
+    q.is_empty() || repo.to_lowercase().contains(&q) || family.to_lowercase().contains(&q)
+}
+
+/// The preset picker: a search box filtering a select grouped by family.
+#[component]
+pub fn PresetPicker() -> impl IntoView {
+    let state = use_state();
+    let (query, set_query) = signal(String::new());
+    let s = move || state.lang.get().strings();
+    let selected = move || {
+        state.model.with(|m| match m.as_ref().map(|m| &m.source) {
+            Some(ModelSource::Preset(id)) => id.to_string(),
+            _ => String::new(),
+        })
+    };
+    let on_change = move |ev| {
+        let id = event_target_value(&ev);
+        if !id.is_empty() {
+            state.accept(load_preset(&id));
+        }
+    };
+    let groups = move || {
+        let q = query.get();
+        families()
+            .into_iter()
+            .filter_map(|family| {
+                let options: Vec<_> = PRESETS
+                    .iter()
+                    .filter(|p| p.family == family && preset_matches(p.repo, p.family, &q))
+                    .map(|p| view! { <option value=p.id>{p.repo}</option> })
+                    .collect();
+                (!options.is_empty()).then(|| view! { <optgroup label=family>{options}</optgroup> })
+            })
+            .collect_view()
+    };
+    view! {
+        <div class="preset-picker">
+            <label for="preset-search">{move || s().preset_search}</label>
+            <input
+                id="preset-search"
+                type="search"
+                data-testid="preset-search"
+                prop:value=query
+                on:input=move |ev| set_query.set(event_target_value(&ev))
+            />
+            <label for="preset-select">{move || s().preset_label}</label>
+            <select id="preset-select" data-testid="preset-select" on:change=on_change prop:value=selected>
+                <option value="">{move || s().preset_choose}</option>
+                {groups}
+            </select>
+        </div>
+    }
+}
+
+/// The load error, shown next to the inputs.
+#[component]
+pub fn LoadErrorBox() -> impl IntoView {
+    let state = use_state();
+    move || {
+        state.load_error.get().map(|e| {
+            let lang = state.lang.get();
+            view! {
+                <div class="load-error" role="alert" data-testid="load-error">
+                    <strong>{lang.strings().error_heading}</strong>
+                    <p>{lang.load_error(&e)}</p>
+                </div>
+            }
+        })
+    }
+}

@@ -1,0 +1,498 @@
+//! The scenario form: mode, GPU, and every field of the core's `Scenario` for training and inference,
+//! each with a label and a one-line hint. Changes go through `AppState::change_scenario`, which keeps
+//! the last good scenario when the core rejects a value and shows the core's message by the field.
+
+use crate::i18n::Lang;
+use crate::i18n_page::field;
+use crate::page_scenario::{GpuChoice, PageMode, PageScenario};
+use crate::state::{use_state, AppState};
+use leptos::prelude::*;
+use vram_core::gpu_catalog::GPUS;
+use vram_core::scenario::{
+    AttentionImpl, BaseQuant, Dtype, Engine, Lora, LoraTargets, MixedPrecision, Optimizer,
+    ZeroStage,
+};
+use vram_core::units::GIB;
+
+fn label_hint(state: AppState, key: &'static str) -> impl IntoView {
+    let hint_id = format!("hint-{key}");
+    view! {
+        <label for=format!("f-{key}")>{move || field(state.lang.get(), key).0}</label>
+        <small class="hint" id=hint_id>{move || field(state.lang.get(), key).1}</small>
+    }
+}
+
+fn error_for(state: AppState, key: &'static str) -> impl IntoView {
+    move || {
+        state.field_error.get().filter(|(k, _)| k == key).map(|(_, msg)| {
+            view! { <p class="field-error" role="alert" data-testid=format!("error-{key}")>{msg}</p> }
+        })
+    }
+}
+
+/// A whole-number field.
+fn number_field(
+    state: AppState,
+    key: &'static str,
+    get: impl Fn(&PageScenario) -> u64 + Send + Sync + 'static,
+    set: impl Fn(&mut PageScenario, u64) + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    let value = move || state.page.with(|p| get(p)).to_string();
+    let on_change = move |ev| {
+        let raw = event_target_value(&ev);
+        match raw.trim().parse::<u64>() {
+            Ok(v) => state.change_scenario(key, |p| set(p, v)),
+            Err(_) => {
+                let msg = match state.lang.get_untracked() {
+                    Lang::En => format!("{key}: expected a whole number, found {raw:?}"),
+                    Lang::Zh => format!("{key}：需要整数，收到 {raw:?}"),
+                };
+                state.set_field_error.set(Some((key.to_string(), msg)));
+            }
+        }
+    };
+    view! {
+        <div class="field">
+            {label_hint(state, key)}
+            <input
+                id=format!("f-{key}")
+                type="number"
+                min="0"
+                inputmode="numeric"
+                data-testid=format!("f-{key}")
+                aria-describedby=format!("hint-{key}")
+                prop:value=value
+                on:change=on_change
+            />
+            {error_for(state, key)}
+        </div>
+    }
+}
+
+/// A select field; `options` are (value, label) pairs computed for the language.
+fn select_field(
+    state: AppState,
+    key: &'static str,
+    options: impl Fn(Lang) -> Vec<(String, String)> + Send + Sync + 'static,
+    get: impl Fn(&PageScenario) -> String + Send + Sync + 'static,
+    set: impl Fn(&mut PageScenario, &str) + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    let on_change = move |ev| {
+        let v = event_target_value(&ev);
+        state.change_scenario(key, |p| set(p, &v));
+    };
+    let get = std::sync::Arc::new(get);
+    let get2 = get.clone();
+    let current = move || state.page.with(|p| get(p));
+    let current2 = move || state.page.with(|p| get2(p));
+    view! {
+        <div class="field">
+            {label_hint(state, key)}
+            <select
+                id=format!("f-{key}")
+                data-testid=format!("f-{key}")
+                aria-describedby=format!("hint-{key}")
+                on:change=on_change
+                prop:value=current
+            >
+                {move || {
+                    let cur = current2();
+                    options(state.lang.get())
+                        .into_iter()
+                        .map(|(v, l)| {
+                            let selected = v == cur;
+                            view! { <option value=v selected=selected>{l}</option> }
+                        })
+                        .collect_view()
+                }}
+            </select>
+            {error_for(state, key)}
+        </div>
+    }
+}
+
+/// A checkbox field.
+fn check_field(
+    state: AppState,
+    key: &'static str,
+    get: impl Fn(&PageScenario) -> bool + Send + Sync + 'static,
+    set: impl Fn(&mut PageScenario, bool) + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    let on_change = move |ev| {
+        let checked = event_target_checked(&ev);
+        state.change_scenario(key, |p| set(p, checked));
+    };
+    view! {
+        <div class="field check">
+            <input
+                id=format!("f-{key}")
+                type="checkbox"
+                data-testid=format!("f-{key}")
+                aria-describedby=format!("hint-{key}")
+                prop:checked=move || state.page.with(|p| get(p))
+                on:change=on_change
+            />
+            <div>{label_hint(state, key)}</div>
+            {error_for(state, key)}
+        </div>
+    }
+}
+
+fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(v, l)| (v.to_string(), l.to_string()))
+        .collect()
+}
+
+fn precision_key(s: &vram_core::Scenario) -> String {
+    match (s.dtype, s.mixed_precision) {
+        (Dtype::Fp32, MixedPrecision::Bf16) => "bf16-mixed",
+        (Dtype::Fp32, MixedPrecision::Fp16) => "fp16-mixed",
+        (Dtype::Fp32, MixedPrecision::None) => "fp32",
+        (Dtype::Bf16, _) => "bf16",
+        (Dtype::Fp16, _) => "fp16",
+    }
+    .to_string()
+}
+
+fn lora_key(s: &vram_core::Scenario) -> String {
+    match &s.lora {
+        None => "full".into(),
+        Some(l) => match l.base_quant {
+            BaseQuant::None => "lora".into(),
+            BaseQuant::Int8 => "lora-int8".into(),
+            BaseQuant::Nf4 => "qlora".into(),
+        },
+    }
+}
+
+/// The form.
+#[component]
+pub fn ScenarioForm() -> impl IntoView {
+    let state = use_state();
+    let t = move || state.lang.get().page();
+    let mode = move || state.page.with(|p| p.mode);
+    let gpu_options = move |lang: Lang| {
+        let mut v: Vec<(String, String)> = GPUS
+            .iter()
+            .map(|g| {
+                (
+                    g.id.to_string(),
+                    format!("{} — {:.2} GiB", g.name, g.usable_bytes as f64 / GIB as f64),
+                )
+            })
+            .collect();
+        v.push(("custom".into(), lang.page().custom.into()));
+        v
+    };
+    let train_fields = move || {
+        mode().train().then(|| {
+            view! {
+                <fieldset class="subform" data-testid="train-form">
+                    <legend>{move || t().training}</legend>
+                    {select_field(
+                        state,
+                        "precision",
+                        |_| opts(&[
+                            ("bf16-mixed", "bf16 mixed (fp32 master)"),
+                            ("fp16-mixed", "fp16 mixed (fp32 master)"),
+                            ("bf16", "pure bf16"),
+                            ("fp16", "pure fp16"),
+                            ("fp32", "fp32"),
+                        ]),
+                        |p| precision_key(&p.train),
+                        |p, v| {
+                            let (d, m) = match v {
+                                "fp16-mixed" => (Dtype::Fp32, MixedPrecision::Fp16),
+                                "bf16" => (Dtype::Bf16, MixedPrecision::None),
+                                "fp16" => (Dtype::Fp16, MixedPrecision::None),
+                                "fp32" => (Dtype::Fp32, MixedPrecision::None),
+                                _ => (Dtype::Fp32, MixedPrecision::Bf16),
+                            };
+                            p.train.dtype = d;
+                            p.train.mixed_precision = m;
+                        },
+                    )}
+                    {select_field(
+                        state,
+                        "optimizer",
+                        |_| opts(&[
+                            ("adamw", "AdamW"),
+                            ("adamw-8bit", "AdamW 8-bit (bitsandbytes)"),
+                            ("adafactor", "Adafactor"),
+                            ("lion", "Lion"),
+                            ("sgd-momentum", "SGD + momentum"),
+                            ("sgd", "SGD"),
+                        ]),
+                        |p| serde_json::to_value(p.train.optimizer).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                        |p, v| {
+                            if let Ok(o) = serde_json::from_value::<Optimizer>(serde_json::Value::String(v.into())) {
+                                p.train.optimizer = o;
+                            }
+                        },
+                    )}
+                    {number_field(state, "batch", |p| p.train.batch, |p, v| p.train.batch = v)}
+                    {number_field(state, "seq_len", |p| p.train.seq_len, |p, v| p.train.seq_len = v)}
+                    {select_field(
+                        state,
+                        "attention",
+                        |_| opts(&[("sdpa", "SDPA"), ("eager", "eager"), ("flash", "flash-attention 2")]),
+                        |p| attention_key(p.train.attention),
+                        |p, v| p.train.attention = attention_from(v),
+                    )}
+                    {check_field(state, "grad_checkpointing", |p| p.train.grad_checkpointing, |p, v| p.train.grad_checkpointing = v)}
+                    {select_field(
+                        state,
+                        "lora",
+                        |lang| {
+                            vec![
+                                ("full".into(), lang.page().full.into()),
+                                ("lora".into(), "LoRA".into()),
+                                ("lora-int8".into(), "LoRA + int8 base".into()),
+                                ("qlora".into(), "QLoRA (NF4 base)".into()),
+                            ]
+                        },
+                        |p| lora_key(&p.train),
+                        |p, v| {
+                            let base_quant = match v {
+                                "lora-int8" => BaseQuant::Int8,
+                                "qlora" => BaseQuant::Nf4,
+                                _ => BaseQuant::None,
+                            };
+                            p.train.lora = (v != "full").then(|| {
+                                let prev = p.train.lora.clone();
+                                Lora {
+                                    r: prev.as_ref().map_or(16, |l| l.r),
+                                    alpha: prev.as_ref().map_or(32, |l| l.alpha),
+                                    targets: prev.map_or(LoraTargets::Default, |l| l.targets),
+                                    base_quant,
+                                }
+                            });
+                        },
+                    )}
+                    {move || {
+                        state.page.with(|p| p.train.lora.is_some()).then(|| {
+                            view! {
+                                {number_field(
+                                    state,
+                                    "lora_r",
+                                    |p| p.train.lora.as_ref().map_or(0, |l| l.r),
+                                    |p, v| {
+                                        if let Some(l) = p.train.lora.as_mut() {
+                                            l.r = v;
+                                            l.alpha = v.saturating_mul(2);
+                                        }
+                                    },
+                                )}
+                                {select_field(
+                                    state,
+                                    "lora_targets",
+                                    |_| opts(&[("default", "peft default"), ("all-linear", "all-linear")]),
+                                    |p| match p.train.lora.as_ref().map(|l| &l.targets) {
+                                        Some(LoraTargets::AllLinear) => "all-linear".into(),
+                                        _ => "default".into(),
+                                    },
+                                    |p, v| {
+                                        if let Some(l) = p.train.lora.as_mut() {
+                                            l.targets = if v == "all-linear" { LoraTargets::AllLinear } else { LoraTargets::Default };
+                                        }
+                                    },
+                                )}
+                            }
+                        })
+                    }}
+                    {select_field(
+                        state,
+                        "zero",
+                        |_| opts(&[("0", "0 (DDP)"), ("1", "1"), ("2", "2"), ("3", "3")]),
+                        |p| p.train.zero.0.to_string(),
+                        |p, v| {
+                            p.train.zero = ZeroStage(v.parse().unwrap_or(0));
+                            if p.train.zero.0 < 3 {
+                                p.train.offload_params = false;
+                            }
+                        },
+                    )}
+                    {check_field(state, "offload_optimizer", |p| p.train.offload_optimizer, |p, v| p.train.offload_optimizer = v)}
+                    {check_field(state, "offload_params", |p| p.train.offload_params, |p, v| p.train.offload_params = v)}
+                    {number_field(state, "grad_accumulation", |p| p.train.grad_accumulation, |p, v| p.train.grad_accumulation = v)}
+                </fieldset>
+            }
+        })
+    };
+    let infer_fields = move || {
+        mode().infer().then(|| {
+            view! {
+                <fieldset class="subform" data-testid="infer-form">
+                    <legend>{move || t().inference}</legend>
+                    {select_field(
+                        state,
+                        "engine",
+                        |_| opts(&[("transformers", "HF transformers"), ("vllm", "vLLM")]),
+                        |p| if p.infer.engine == Engine::Vllm { "vllm".into() } else { "transformers".into() },
+                        |p, v| p.infer.engine = if v == "vllm" { Engine::Vllm } else { Engine::Transformers },
+                    )}
+                    {select_field(
+                        state,
+                        "infer_dtype",
+                        |_| opts(&[("bf16", "bf16"), ("fp16", "fp16"), ("fp32", "fp32")]),
+                        |p| p.infer.dtype.name().to_string(),
+                        |p, v| {
+                            p.infer.dtype = match v {
+                                "fp16" => Dtype::Fp16,
+                                "fp32" => Dtype::Fp32,
+                                _ => Dtype::Bf16,
+                            }
+                        },
+                    )}
+                    {select_field(
+                        state,
+                        "weights",
+                        |lang| {
+                            let mut v = vec![(String::new(), lang.page().auto.to_string())];
+                            for f in ["bf16", "fp16", "fp8", "int8", "nf4", "gptq-4bit", "awq-4bit", "mxfp4", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k"] {
+                                v.push((f.into(), f.into()));
+                            }
+                            v
+                        },
+                        |p| p.infer.weights.clone().unwrap_or_default(),
+                        |p, v| p.infer.weights = (!v.is_empty()).then(|| v.to_string()),
+                    )}
+                    {select_field(
+                        state,
+                        "kv_dtype",
+                        |lang| {
+                            let mut v = vec![(String::new(), lang.page().auto.to_string())];
+                            for f in ["bf16", "fp16", "fp8", "int8", "int4"] {
+                                v.push((f.into(), f.into()));
+                            }
+                            v
+                        },
+                        |p| p.infer.kv_dtype.clone().unwrap_or_default(),
+                        |p, v| p.infer.kv_dtype = (!v.is_empty()).then(|| v.to_string()),
+                    )}
+                    {number_field(state, "infer_batch", |p| p.infer.batch, |p, v| p.infer.batch = v)}
+                    {number_field(state, "context", |p| p.infer.seq_len, |p, v| p.infer.seq_len = v)}
+                    {select_field(
+                        state,
+                        "infer_attention",
+                        |_| opts(&[("sdpa", "SDPA"), ("eager", "eager"), ("flash", "flash-attention 2")]),
+                        |p| attention_key(p.infer.attention),
+                        |p, v| p.infer.attention = attention_from(v),
+                    )}
+                    {number_field(state, "logits_to_keep", |p| p.infer.logits_to_keep, |p, v| p.infer.logits_to_keep = v)}
+                    {move || {
+                        state.page.with(|p| p.infer.engine == Engine::Vllm).then(|| {
+                            view! {
+                                {select_field(
+                                    state,
+                                    "gpu_util",
+                                    |_| opts(&[("0.8", "0.80"), ("0.85", "0.85"), ("0.9", "0.90"), ("0.95", "0.95")]),
+                                    |p| p.infer.serving.gpu_memory_utilization.to_string(),
+                                    |p, v| p.infer.serving.gpu_memory_utilization = v.parse().unwrap_or(0.9),
+                                )}
+                                {number_field(state, "max_model_len", |p| p.infer.serving.max_model_len, |p, v| p.infer.serving.max_model_len = v)}
+                                {number_field(state, "max_num_seqs", |p| p.infer.serving.max_num_seqs, |p, v| p.infer.serving.max_num_seqs = v)}
+                            }
+                        })
+                    }}
+                </fieldset>
+            }
+        })
+    };
+    let custom_gib = move || {
+        matches!(state.page.with(|p| p.gpu.clone()), GpuChoice::Custom(_)).then(|| {
+            let on_change = move |ev| {
+                let raw = event_target_value(&ev);
+                match raw.trim().parse::<f64>() {
+                    Ok(g) if g > 0.0 && g < 1e6 => state.change_scenario("custom_gib", |p| p.gpu = GpuChoice::Custom((g * GIB as f64) as u64)),
+                    _ => state.set_field_error.set(Some(("custom_gib".into(), format!("custom_gib: expected a size in GiB above 0, found {raw:?}")))),
+                }
+            };
+            view! {
+                <div class="field">
+                    {label_hint(state, "custom_gib")}
+                    <input
+                        id="f-custom_gib"
+                        type="number"
+                        step="0.01"
+                        min="0"
+                        data-testid="f-custom_gib"
+                        aria-describedby="hint-custom_gib"
+                        prop:value=move || state.page.with(|p| format!("{:.2}", p.gpu.usable_bytes() as f64 / GIB as f64))
+                        on:change=on_change
+                    />
+                    {error_for(state, "custom_gib")}
+                </div>
+            }
+        })
+    };
+    view! {
+        <section class="card scenario-card" aria-labelledby="scenario-heading" data-testid="scenario-form">
+            <h2 id="scenario-heading">{move || t().scenario}</h2>
+            <div class="form-grid">
+                {select_field(
+                    state,
+                    "mode",
+                    |lang| {
+                        let p = lang.page();
+                        vec![
+                            ("both".into(), p.mode_both.into()),
+                            ("train".into(), p.mode_train.into()),
+                            ("infer".into(), p.mode_infer.into()),
+                        ]
+                    },
+                    |p| p.mode.key().to_string(),
+                    |p, v| p.mode = PageMode::from_key(v).unwrap_or(PageMode::Both),
+                )}
+                {select_field(
+                    state,
+                    "gpu",
+                    gpu_options,
+                    |p| match &p.gpu {
+                        GpuChoice::Catalog(id) => id.to_string(),
+                        GpuChoice::Custom(_) => "custom".into(),
+                    },
+                    |p, v| {
+                        p.gpu = match GPUS.iter().find(|g| g.id == v) {
+                            Some(g) => GpuChoice::Catalog(g.id),
+                            None => GpuChoice::Custom(p.gpu.usable_bytes().max(1)),
+                        }
+                    },
+                )}
+                {custom_gib}
+                {number_field(
+                    state,
+                    "gpus",
+                    |p| p.train.gpus,
+                    |p, v| {
+                        p.train.gpus = v;
+                        p.infer.serving.tensor_parallel_size = v;
+                    },
+                )}
+            </div>
+            <div class="subforms">
+                {train_fields}
+                {infer_fields}
+            </div>
+        </section>
+    }
+}
+
+fn attention_key(a: AttentionImpl) -> String {
+    match a {
+        AttentionImpl::Eager => "eager",
+        AttentionImpl::Sdpa => "sdpa",
+        AttentionImpl::Flash => "flash",
+    }
+    .into()
+}
+
+fn attention_from(v: &str) -> AttentionImpl {
+    match v {
+        "eager" => AttentionImpl::Eager,
+        "flash" => AttentionImpl::Flash,
+        _ => AttentionImpl::Sdpa,
+    }
+}

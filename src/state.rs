@@ -1,0 +1,141 @@
+//! The page's shared state, provided as a Leptos context: the language, the loaded model and the last
+//! load error. Components read the signals and call [`AppState::accept`] with a load result.
+
+use crate::i18n::Lang;
+use crate::load::{LoadError, LoadedModel};
+use crate::page_scenario::PageScenario;
+use leptos::prelude::*;
+
+/// Signals shared by every component (`(value, set_value)` pairs).
+#[derive(Clone, Copy)]
+pub struct AppState {
+    /// Language of the page.
+    pub lang: ReadSignal<Lang>,
+    /// Sets the language.
+    pub set_lang: WriteSignal<Lang>,
+    /// The model on screen (the last one that loaded).
+    pub model: ReadSignal<Option<LoadedModel>>,
+    /// Replaces the model.
+    pub set_model: WriteSignal<Option<LoadedModel>>,
+    /// Why the last input was refused (cleared by the next good one).
+    pub load_error: ReadSignal<Option<LoadError>>,
+    /// Sets the load error.
+    pub set_load_error: WriteSignal<Option<LoadError>>,
+    /// The scenario and GPU.
+    pub page: ReadSignal<PageScenario>,
+    /// Sets the scenario.
+    pub set_page: WriteSignal<PageScenario>,
+    /// Rejected scenario input: (field key, the core's message).
+    pub field_error: ReadSignal<Option<(String, String)>>,
+    /// Sets the field error.
+    pub set_field_error: WriteSignal<Option<(String, String)>>,
+    /// Show GB (10^9) instead of GiB (2^30).
+    pub use_gb: ReadSignal<bool>,
+    /// Sets the unit.
+    pub set_use_gb: WriteSignal<bool>,
+    /// A loaded `vram measure` report, shown beside the estimate.
+    pub report: ReadSignal<Option<crate::measured::LoadedReport>>,
+    /// Sets the report.
+    pub set_report: WriteSignal<Option<crate::measured::LoadedReport>>,
+}
+
+impl AppState {
+    /// Creates the signals.
+    pub fn new(lang: Lang) -> Self {
+        let (lang, set_lang) = signal(lang);
+        let (model, set_model) = signal(None::<LoadedModel>);
+        let (load_error, set_load_error) = signal(None::<LoadError>);
+        let (page, set_page) = signal(PageScenario::default());
+        let (field_error, set_field_error) = signal(None::<(String, String)>);
+        let (use_gb, set_use_gb) = signal(false);
+        let (report, set_report) = signal(None::<crate::measured::LoadedReport>);
+        AppState {
+            report,
+            set_report,
+            page,
+            set_page,
+            field_error,
+            set_field_error,
+            use_gb,
+            set_use_gb,
+            lang,
+            set_lang,
+            model,
+            set_model,
+            load_error,
+            set_load_error,
+        }
+    }
+
+    /// Shows a good model (clearing the error) or the error (keeping the previous model on screen).
+    pub fn accept(&self, result: Result<LoadedModel, LoadError>) {
+        match result {
+            Ok(model) => {
+                self.set_load_error.set(None);
+                self.set_report.set(None);
+                self.set_model.set(Some(model));
+            }
+            Err(e) => self.set_load_error.set(Some(e)),
+        }
+    }
+}
+
+impl AppState {
+    /// Loads dropped or pasted text: a `vram measure` report (model + scenario + measurement) or a config.
+    pub fn accept_text(&self, text: String, source: crate::load::ModelSource) {
+        if !crate::measured::looks_like_report(&text) {
+            self.accept(crate::load::load_text(text, source));
+            return;
+        }
+        let file_name = match &source {
+            crate::load::ModelSource::File(n) => n.clone(),
+            _ => "report.json".to_string(),
+        };
+        let current = self.model.get_untracked();
+        match crate::measured::load_report(&text, &file_name, current.as_ref()) {
+            Ok(r) => {
+                let mut page = self.page.get_untracked();
+                match r.scenario.mode {
+                    vram_core::scenario::Mode::Train => {
+                        page.train = r.scenario.clone();
+                        page.mode = crate::page_scenario::PageMode::Train;
+                    }
+                    vram_core::scenario::Mode::Infer => {
+                        page.infer = r.scenario.clone();
+                        page.mode = crate::page_scenario::PageMode::Infer;
+                    }
+                }
+                self.set_load_error.set(None);
+                self.set_page.set(page);
+                self.set_model.set(Some(r.model.clone()));
+                self.set_report.set(Some(r));
+            }
+            Err(e) => self.accept(Err(e)),
+        }
+    }
+
+    /// Applies a change to the scenario if the core accepts the result; otherwise shows the core's
+    /// message next to the field and keeps the current scenario (and results) on screen.
+    pub fn change_scenario(&self, field: &str, f: impl FnOnce(&mut PageScenario)) {
+        crate::perf::mark_input();
+        let mut next = self.page.get_untracked();
+        f(&mut next);
+        match crate::page_scenario::validate(&next) {
+            Ok(()) => {
+                self.set_field_error.set(None);
+                self.set_page.set(next);
+            }
+            Err(msg) => self.set_field_error.set(Some((field.to_string(), msg))),
+        }
+    }
+
+    /// Bytes in the chosen unit, with the unit.
+    pub fn fmt_bytes(&self, bytes: u64) -> String {
+        crate::units_fmt::bytes(bytes, self.use_gb.get())
+    }
+}
+
+/// The shared state from context (provided by `App`).
+pub fn use_state() -> AppState {
+    expect_context::<AppState>()
+}
