@@ -49,11 +49,22 @@ pub fn App() -> impl IntoView {
             return;
         }
         let query = share_query(state);
-        if let Some(w) = web_sys::window() {
-            if let Ok(h) = w.history() {
-                let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&query));
-            }
-        }
+        // In a task of its own: `history.replaceState` is slow (a few ms) and nothing on screen
+        // waits for it.
+        leptos::leptos_dom::helpers::set_timeout(
+            move || {
+                if let Some(w) = web_sys::window() {
+                    if let Ok(h) = w.history() {
+                        let _ = h.replace_state_with_url(
+                            &wasm_bindgen::JsValue::NULL,
+                            "",
+                            Some(&query),
+                        );
+                    }
+                }
+            },
+            std::time::Duration::ZERO,
+        );
     });
     Effect::new(move |_| {
         let lang = state.lang.get();

@@ -79,20 +79,36 @@ pub fn ChartCanvas(
     let state = use_state();
     let canvas_ref: NodeRef<html::Canvas> = NodeRef::new();
     let draw_for_effect = draw_canvas.clone();
+    // The canvas's CSS width, read (a forced layout) on the first draw and after a window resize
+    // only, so a redraw after an input does not force a layout of the page.
+    let (resized, set_resized) = signal(0u32);
+    let resize_handle =
+        window_event_listener(leptos::ev::resize, move |_| set_resized.update(|n| *n += 1));
+    on_cleanup(move || resize_handle.remove());
+    let css_width = std::rc::Rc::new(std::cell::Cell::new(0i32));
+    let last_resized = std::rc::Rc::new(std::cell::Cell::new(0u32));
     Effect::new(move |_| {
         let _ = version.get();
         let _ = state.lang.get();
+        let r = resized.get();
         let Some(canvas) = canvas_ref.get() else {
             return;
         };
         let dpr = web_sys::window()
             .map_or(1.0, |w| w.device_pixel_ratio())
             .max(1.0);
-        let css_w = canvas.client_width().max(280) as f64;
+        if css_width.get() == 0 || last_resized.get() != r {
+            css_width.set(canvas.client_width());
+            last_resized.set(r);
+        }
+        let css_w = css_width.get().max(280) as f64;
         let css_h = (css_w * 0.55).clamp(240.0, 420.0);
-        let _ = canvas.style(("height", format!("{css_h}px")));
-        canvas.set_width((css_w * dpr).round() as u32);
-        canvas.set_height((css_h * dpr).round() as u32);
+        let (w, h) = ((css_w * dpr).round() as u32, (css_h * dpr).round() as u32);
+        if canvas.width() != w || canvas.height() != h {
+            let _ = canvas.style(("height", format!("{css_h}px")));
+            canvas.set_width(w);
+            canvas.set_height(h);
+        }
         let canvas_el: web_sys::HtmlCanvasElement = canvas.clone();
         if let Some(backend) = CanvasBackend::with_canvas_object(canvas_el) {
             let root = backend.into_drawing_area();

@@ -245,20 +245,20 @@ pub fn train_result(
     s: &Scenario,
     usable_bytes: u64,
 ) -> Result<ModeResult, String> {
+    let mut r = train_base(spec, s, usable_bytes)?;
+    r.max_batch = train_max_batch(spec, s, usable_bytes);
+    r.max_seq = train_max_seq(spec, s, usable_bytes);
+    r.suggestions = train_suggestions_for(spec, s, usable_bytes, r.verdict, r.max_seq);
+    Ok(r)
+}
+
+/// The training result without the solvers: one estimate (the headline, verdict and table);
+/// `max_batch`, `max_seq` and `suggestions` are left empty for [`train_max_batch`],
+/// [`train_max_seq`] and [`train_suggestions_for`] (the page fills them in a later task).
+pub fn train_base(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Result<ModeResult, String> {
     let e: TrainEstimate =
         train::estimate_training(spec, s, &overheads()).map_err(|e| e.to_string())?;
     let verdict = Verdict::of(e.device_bytes, usable_bytes);
-    let budget = Budget {
-        bytes: usable_bytes,
-        kind: BudgetKind::Device,
-    };
-    let max_batch = train::max_batch(spec, s, &overheads(), budget, 4096);
-    let max_seq = train::max_seq_len(spec, s, &overheads(), budget, seq_cap(spec));
-    let suggestions = if verdict == Verdict::DoesNotFit {
-        train_suggestions(spec, s, usable_bytes, max_seq)
-    } else {
-        Vec::new()
-    };
     Ok(ModeResult {
         budgeted: Budgeted::Train,
         peak_allocated_bytes: e.peak_allocated_bytes,
@@ -268,12 +268,52 @@ pub fn train_result(
         usable_bytes,
         verdict,
         breakdown: breakdown(&e.phases, &e.terms),
-        max_batch,
-        max_seq,
-        suggestions,
+        max_batch: None,
+        max_seq: None,
+        suggestions: Vec::new(),
         notes: Vec::new(),
         serving: None,
     })
+}
+
+fn device_budget(usable_bytes: u64) -> Budget {
+    Budget {
+        bytes: usable_bytes,
+        kind: BudgetKind::Device,
+    }
+}
+
+/// The largest micro-batch that fits (`vram_core::train::max_batch`, up to 4096). Does not depend
+/// on `s.batch` (the solver sets it), so the page keeps it while only the batch changes.
+pub fn train_max_batch(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Option<u64> {
+    train::max_batch(spec, s, &overheads(), device_budget(usable_bytes), 4096)
+}
+
+/// The longest sequence that fits (`vram_core::train::max_seq_len`, up to the config's context).
+/// Does not depend on `s.seq_len`.
+pub fn train_max_seq(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Option<u64> {
+    train::max_seq_len(
+        spec,
+        s,
+        &overheads(),
+        device_budget(usable_bytes),
+        seq_cap(spec),
+    )
+}
+
+/// The cheapest changes that make a run fit; empty unless `verdict` is "does not fit".
+pub fn train_suggestions_for(
+    spec: &ModelSpec,
+    s: &Scenario,
+    usable_bytes: u64,
+    verdict: Verdict,
+    max_seq: Option<u64>,
+) -> Vec<Suggestion> {
+    if verdict == Verdict::DoesNotFit {
+        train_suggestions(spec, s, usable_bytes, max_seq)
+    } else {
+        Vec::new()
+    }
 }
 
 fn train_suggestions(
@@ -394,19 +434,16 @@ fn sort_suggestions(mut v: Vec<Suggestion>) -> Vec<Suggestion> {
 
 /// Computes the inference result.
 pub fn infer_result(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String> {
+    let mut r = infer_base(spec, s)?;
+    infer_solve(spec, s, &mut r);
+    Ok(r)
+}
+
+/// The inference result without the solvers (one estimate); [`infer_solve`] fills `max_batch`,
+/// `max_seq` and `suggestions`.
+pub fn infer_base(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String> {
     let e = infer::estimate_inference(spec, s, &overheads()).map_err(|e| e.to_string())?;
     let (bytes, verdict) = infer_verdict(&e, s);
-    let max_seq = infer::max_context(spec, s, &overheads())
-        .ok()
-        .filter(|&v| v > 0);
-    let max_batch = infer::max_batch(spec, s, &overheads())
-        .ok()
-        .filter(|&v| v > 0);
-    let suggestions = if verdict == Verdict::DoesNotFit {
-        infer_suggestions(spec, s, max_seq)
-    } else {
-        Vec::new()
-    };
     let peak_phase = e
         .phases
         .iter()
@@ -422,12 +459,28 @@ pub fn infer_result(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String
         usable_bytes: s.serving.gpu_memory_bytes,
         verdict,
         breakdown: breakdown(&e.phases, &e.terms),
-        max_batch,
-        max_seq,
-        suggestions,
+        max_batch: None,
+        max_seq: None,
+        suggestions: Vec::new(),
         notes: e.notes.clone(),
         serving: (s.engine == Engine::Vllm).then(|| e.serving.clone()),
     })
+}
+
+/// Fills the solvers of an [`infer_base`] result: the longest context and largest batch that fit
+/// and, when it does not fit, the cheapest changes.
+pub fn infer_solve(spec: &ModelSpec, s: &Scenario, r: &mut ModeResult) {
+    r.max_seq = infer::max_context(spec, s, &overheads())
+        .ok()
+        .filter(|&v| v > 0);
+    r.max_batch = infer::max_batch(spec, s, &overheads())
+        .ok()
+        .filter(|&v| v > 0);
+    r.suggestions = if r.verdict == Verdict::DoesNotFit {
+        infer_suggestions(spec, s, r.max_seq)
+    } else {
+        Vec::new()
+    };
 }
 
 fn infer_suggestions(spec: &ModelSpec, s: &Scenario, max_seq: Option<u64>) -> Vec<Suggestion> {

@@ -1,16 +1,44 @@
-//! Input-to-redraw timing with the User Timing API: `vram:input` is marked when a scenario input is
-//! applied, `vram:drawn` when the charts have been redrawn, and `vram:redraw` measures between them.
+//! Input-to-redraw timing with the User Timing API. `vram:input` is marked when a scenario input is
+//! applied; each chart redrawn adds a `vram:redraw` measure from it; `vram:shown` measures from it to
+//! the end of the work the input causes before the browser can paint (the reactive effects: headline,
+//! table and phase charts), including style and layout; `vram:settled` measures to the end of the
+//! follow-up task (solvers, suggestions, sweeps and their charts) and its layout.
 //! docs/performance.md reads these measures (p50/p95 over 200 changes).
 
 fn performance() -> Option<web_sys::Performance> {
     web_sys::window()?.performance()
 }
 
-/// Marks an input change.
+/// Marks an input change and measures `vram:shown` once the effects it triggers have run.
 pub fn mark_input() {
     if let Some(p) = performance() {
         let _ = p.mark("vram:input");
+        measure_after_effects("vram:shown");
     }
+}
+
+/// Measures `name` from the latest `vram:input` in a task queued now: Leptos runs effects in
+/// microtasks, so the task runs after every effect the current work triggered. Forces style and
+/// layout first (reading `offsetHeight`), so the measure includes them; painting is not included.
+pub fn measure_after_effects(name: &'static str) {
+    leptos::leptos_dom::helpers::set_timeout(
+        move || {
+            let Some(p) = performance() else { return };
+            if let Some(body) = web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| d.body())
+            {
+                let _ = body.offset_height();
+            }
+            if p.get_entries_by_name_with_entry_type("vram:input", "mark")
+                .length()
+                > 0
+            {
+                let _ = p.measure_with_start_mark(name, "vram:input");
+            }
+        },
+        std::time::Duration::ZERO,
+    );
 }
 
 /// Marks the end of one chart's redraw and measures from the latest input (each chart adds one

@@ -5,18 +5,23 @@
 
 use crate::chart_view::{chart_text, data_url, download, ChartCanvas};
 use crate::charts::{draw_phase_bars, draw_sweep, ChartTheme};
-use crate::compute::{self, page_results, Budgeted, ModeResult, PageResults};
+use crate::compute::{self, Budgeted, ModeResult, PageResults, Sweep};
 use crate::export;
 use crate::i18n::Lang;
 use crate::i18n_page::{change, component, verdict};
 use crate::load::ModelSource;
 use crate::share::SharedState;
 use crate::state::{use_state, AppState};
+use leptos::leptos_dom::helpers::{request_animation_frame, set_timeout};
 use leptos::prelude::*;
 use plotters::prelude::*;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 use vram_core::gpu_catalog::Verdict;
 use vram_core::units::group_thousands;
+use vram_core::{ModelSpec, Scenario};
 
 fn verdict_class(v: Verdict) -> &'static str {
     match v {
@@ -40,7 +45,7 @@ fn mode_key(b: Budgeted) -> &'static str {
     }
 }
 
-fn mode_card(state: AppState, r: &ModeResult, vllm: bool) -> impl IntoView {
+fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl IntoView {
     let lang = state.lang.get();
     let t = lang.page();
     let key = mode_key(r.budgeted);
@@ -162,7 +167,14 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool) -> impl IntoView {
             </div>
         }
     });
-    let fit_value = |v: Option<u64>| v.map_or_else(|| t.none_fits.to_string(), group_thousands);
+    // While the solvers run (a task after the headline's frame) the fits line says so.
+    let fit_value = |v: Option<u64>| {
+        if pending {
+            "…".to_string()
+        } else {
+            v.map_or_else(|| t.none_fits.to_string(), group_thousands)
+        }
+    };
     view! {
         <section class="card result-card" data-testid=format!("{key}-result") aria-label=mode_title(lang, r.budgeted)>
             <h2>{mode_title(lang, r.budgeted)}</h2>
@@ -324,49 +336,314 @@ fn terms_list(lang: Lang, terms: &[vram_core::report::Term]) -> impl IntoView {
     }
 }
 
+/// The model's spec, shared by the computations (compared by address: one per loaded model).
+#[derive(Clone, Debug)]
+struct SpecRef(Arc<ModelSpec>);
+
+impl PartialEq for SpecRef {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// What a training result depends on: the model, the scenario and the GPU's usable bytes.
+type TrainKey = (SpecRef, Scenario, u64);
+/// What an inference result depends on.
+type InferKey = (SpecRef, Scenario);
+
+/// The solver part of a training result and its two sweeps, computed after the headline is shown.
+#[derive(Clone, Debug, PartialEq)]
+struct TrainMore {
+    key: TrainKey,
+    max_batch: Option<u64>,
+    max_seq: Option<u64>,
+    suggestions: Vec<compute::Suggestion>,
+    batch_sweep: Arc<Sweep>,
+    seq_sweep: Arc<Sweep>,
+}
+
+/// The solver part of an inference result and its context sweeps.
+#[derive(Clone, Debug, PartialEq)]
+struct InferMore {
+    key: InferKey,
+    max_batch: Option<u64>,
+    max_seq: Option<u64>,
+    suggestions: Vec<compute::Suggestion>,
+    context_sweeps: Arc<(Sweep, Sweep)>,
+}
+
+/// The last value computed for a key (one entry: fields that do not depend on the changed input
+/// keep their value, e.g. the largest batch and the batch sweep while the batch changes).
+struct Last<K, V>(Option<(K, V)>);
+
+impl<K: PartialEq, V: Clone> Last<K, V> {
+    fn get_or(&mut self, key: K, f: impl FnOnce() -> V) -> V {
+        if let Some((k, v)) = &self.0 {
+            if *k == key {
+                return v.clone();
+            }
+        }
+        let v = f();
+        self.0 = Some((key, v.clone()));
+        v
+    }
+}
+
+/// Single-entry caches of the training solvers and sweeps, keyed by what each depends on.
+struct TrainCaches {
+    /// Keyed by the scenario with `batch = 1`: the solver sets the batch.
+    max_batch: Last<TrainKey, Option<u64>>,
+    /// Keyed by the scenario with `seq_len = 1`.
+    max_seq: Last<TrainKey, Option<u64>>,
+    batch_sweep: Last<(TrainKey, Option<u64>), Arc<Sweep>>,
+    seq_sweep: Last<(TrainKey, Option<u64>), Arc<Sweep>>,
+}
+
+fn compute_train_more(c: &mut TrainCaches, key: TrainKey, verdict: Verdict) -> TrainMore {
+    let (spec, s, usable) = (&key.0 .0, &key.1, key.2);
+    let no_batch = (
+        key.0.clone(),
+        Scenario {
+            batch: 1,
+            ..s.clone()
+        },
+        usable,
+    );
+    let no_seq = (
+        key.0.clone(),
+        Scenario {
+            seq_len: 1,
+            ..s.clone()
+        },
+        usable,
+    );
+    let max_batch = c.max_batch.get_or(no_batch.clone(), || {
+        compute::train_max_batch(spec, s, usable)
+    });
+    let max_seq = c
+        .max_seq
+        .get_or(no_seq.clone(), || compute::train_max_seq(spec, s, usable));
+    let suggestions = compute::train_suggestions_for(spec, s, usable, verdict, max_seq);
+    let batch_sweep = c.batch_sweep.get_or((no_batch, max_batch), || {
+        Arc::new(compute::train_batch_sweep(spec, s, usable, max_batch))
+    });
+    let seq_key = (
+        key.0.clone(),
+        Scenario {
+            attention: vram_core::scenario::AttentionImpl::Sdpa,
+            ..no_seq.1
+        },
+        usable,
+    );
+    let seq_sweep = c.seq_sweep.get_or((seq_key, max_seq), || {
+        Arc::new(compute::train_seq_sweep(
+            spec,
+            s,
+            usable,
+            max_seq,
+            ["eager", "SDPA"],
+        ))
+    });
+    TrainMore {
+        key,
+        max_batch,
+        max_seq,
+        suggestions,
+        batch_sweep,
+        seq_sweep,
+    }
+}
+
+fn compute_infer_more(key: InferKey, base: &ModeResult) -> InferMore {
+    let (spec, s) = (&key.0 .0, &key.1);
+    let mut r = base.clone();
+    compute::infer_solve(spec, s, &mut r);
+    let context_sweeps = Arc::new(compute::infer_context_sweeps(spec, s, r.max_seq));
+    InferMore {
+        key,
+        max_batch: r.max_batch,
+        max_seq: r.max_seq,
+        suggestions: r.suggestions,
+        context_sweeps,
+    }
+}
+
+/// The page's results: the headline and table of each mode computed at once (one estimate each), the
+/// solvers, suggestions and chart sweeps in a task after the next frame (shown as pending meanwhile).
+#[derive(Clone, Copy)]
+struct Results {
+    /// Everything shown, merged (solver fields empty while pending).
+    all: Memo<Option<PageResults>>,
+    train_pending: Memo<bool>,
+    infer_pending: Memo<bool>,
+    train_more: RwSignal<Option<TrainMore>>,
+    infer_more: RwSignal<Option<InferMore>>,
+}
+
+fn merge_train(mut m: ModeResult, more: &TrainMore) -> ModeResult {
+    m.max_batch = more.max_batch;
+    m.max_seq = more.max_seq;
+    m.suggestions = more.suggestions.clone();
+    m
+}
+
+fn merge_infer(mut m: ModeResult, more: &InferMore) -> ModeResult {
+    m.max_batch = more.max_batch;
+    m.max_seq = more.max_seq;
+    m.suggestions = more.suggestions.clone();
+    m
+}
+
+fn results_signals(state: AppState) -> Results {
+    let spec = Memo::new(move |_| {
+        state
+            .model
+            .with(|m| m.as_ref().map(|m| SpecRef(Arc::new(m.spec.clone()))))
+    });
+    let train_key = Memo::new(move |_| {
+        let s = spec.get()?;
+        state.page.with(|p| {
+            p.mode
+                .train()
+                .then(|| (s, p.train_scenario(), p.gpu.usable_bytes()))
+        })
+    });
+    let infer_key = Memo::new(move |_| {
+        let s = spec.get()?;
+        state
+            .page
+            .with(|p| p.mode.infer().then(|| (s, p.infer_scenario())))
+    });
+    let train_base = Memo::new(move |_| {
+        train_key.with(|k| {
+            k.as_ref()
+                .map(|(spec, s, usable)| compute::train_base(&spec.0, s, *usable))
+        })
+    });
+    let infer_base = Memo::new(move |_| {
+        infer_key.with(|k| k.as_ref().map(|(spec, s)| compute::infer_base(&spec.0, s)))
+    });
+    let train_more = RwSignal::new(None::<TrainMore>);
+    let infer_more = RwSignal::new(None::<InferMore>);
+    let train_pending = Memo::new(move |_| {
+        train_key.with(|k| train_more.with(|m| m.as_ref().map(|m| &m.key) != k.as_ref()))
+    });
+    let infer_pending = Memo::new(move |_| {
+        infer_key.with(|k| infer_more.with(|m| m.as_ref().map(|m| &m.key) != k.as_ref()))
+    });
+    let all = Memo::new(move |_| {
+        spec.with(|s| s.is_some()).then(|| PageResults {
+            train: train_base.get().map(|r| {
+                r.map(|m| match train_more.get() {
+                    Some(more) if !train_pending.get() => merge_train(m, &more),
+                    _ => m,
+                })
+            }),
+            infer: infer_base.get().map(|r| {
+                r.map(|m| match infer_more.get() {
+                    Some(more) if !infer_pending.get() => merge_infer(m, &more),
+                    _ => m,
+                })
+            }),
+        })
+    });
+    // The slow part, after the frame that shows the headline; only the latest input is computed.
+    let caches = Rc::new(RefCell::new(TrainCaches {
+        max_batch: Last(None),
+        max_seq: Last(None),
+        batch_sweep: Last(None),
+        seq_sweep: Last(None),
+    }));
+    let generation = Rc::new(Cell::new(0u64));
+    Effect::new(move |_| {
+        let tk = train_key.get();
+        let ik = infer_key.get();
+        let tv = train_base.with(|r| r.as_ref().and_then(|r| r.as_ref().ok().map(|m| m.verdict)));
+        let ib = infer_base.with(|r| r.as_ref().and_then(|r| r.as_ref().ok().cloned()));
+        let my = generation.get() + 1;
+        generation.set(my);
+        let generation = generation.clone();
+        let caches = caches.clone();
+        request_animation_frame(move || {
+            set_timeout(
+                move || {
+                    if generation.get() != my {
+                        return;
+                    }
+                    if let (Some(k), Some(v)) = (tk, tv) {
+                        if train_more.with_untracked(|m| m.as_ref().map(|m| &m.key) != Some(&k)) {
+                            let more = compute_train_more(&mut caches.borrow_mut(), k, v);
+                            train_more.set(Some(more));
+                        }
+                    }
+                    if let (Some(k), Some(b)) = (ik, ib) {
+                        if infer_more.with_untracked(|m| m.as_ref().map(|m| &m.key) != Some(&k)) {
+                            infer_more.set(Some(compute_infer_more(k, &b)));
+                        }
+                    }
+                    crate::perf::measure_after_effects("vram:settled");
+                },
+                Duration::ZERO,
+            );
+        });
+    });
+    Results {
+        all,
+        train_pending,
+        infer_pending,
+        train_more,
+        infer_more,
+    }
+}
+
 /// The results section with charts and exports.
 #[component]
 pub fn ResultsView() -> impl IntoView {
     let state = use_state();
-    let results = Memo::new(move |_| {
-        let page = state.page.get();
+    let res = results_signals(state);
+    let results = res.all;
+    let vllm = Memo::new(move |_| {
         state
-            .model
-            .with(|m| m.as_ref().map(|m| page_results(&m.spec, &page)))
-    });
-    let (version, set_version) = signal(0u64);
-    Effect::new(move |_| {
-        results.track();
-        state.use_gb.track();
-        set_version.update(|v| *v += 1);
-    });
-    let cards = move || {
-        let vllm = state
             .page
-            .with(|p| p.infer.engine == vram_core::scenario::Engine::Vllm);
-        results.with(|r| {
-            r.as_ref().map(|r| {
-                let one = |x: &Option<Result<ModeResult, String>>, key: &'static str| {
-                    x.as_ref().map(|res| match res {
-                        Ok(m) => mode_card(state, m, vllm && m.budgeted == Budgeted::Infer).into_any(),
-                        Err(e) => view! {
-                            <section class="card result-card">
-                                <p class="field-error" role="alert" data-testid=format!("{key}-error")>{e.clone()}</p>
-                            </section>
-                        }
-                            .into_any(),
-                    })
-                };
-                view! {
-                    <div class="results-grid">{one(&r.train, "train")} {one(&r.infer, "infer")}</div>
-                }
+            .with(|p| p.infer.engine == vram_core::scenario::Engine::Vllm)
+    });
+    let card = move |b: Budgeted| {
+        let key = mode_key(b);
+        let mode = Memo::new(move |_| {
+            results.with(|r| {
+                r.as_ref().and_then(|r| match b {
+                    Budgeted::Train => r.train.clone(),
+                    Budgeted::Infer => r.infer.clone(),
+                })
             })
-        })
+        });
+        move || {
+            let pending = match b {
+                Budgeted::Train => res.train_pending.get(),
+                Budgeted::Infer => res.infer_pending.get(),
+            };
+            let vllm = vllm.get();
+            mode.with(|x| {
+                x.as_ref().map(|res| match res {
+                    Ok(m) => mode_card(state, m, vllm && m.budgeted == Budgeted::Infer, pending)
+                        .into_any(),
+                    Err(e) => view! {
+                        <section class="card result-card">
+                            <p class="field-error" role="alert" data-testid=format!("{key}-error")>{e.clone()}</p>
+                        </section>
+                    }
+                        .into_any(),
+                })
+            })
+        }
     };
+    let has_results = Memo::new(move |_| results.with(|r| r.is_some()));
     view! {
         <div class="results" data-testid="results">
-            {cards}
-            {move || results.with(|r| r.is_some()).then(|| view! { <UnitsToggle /> <Charts results=results version=version.into() /> <ShareExport results=results /> })}
+            {move || has_results.get().then(|| view! {
+                <div class="results-grid">{card(Budgeted::Train)} {card(Budgeted::Infer)}</div>
+            })}
+            {move || has_results.get().then(|| view! { <UnitsToggle /> <Charts res=res /> <ShareExport results=results /> })}
         </div>
     }
 }
@@ -398,7 +675,7 @@ fn mode_of(r: &PageResults, b: Budgeted) -> Option<ModeResult> {
     }
 }
 
-/// Which chart, computed at draw time from the current results and scenario.
+/// Which chart.
 #[derive(Clone, Copy, PartialEq)]
 enum ChartKind {
     Phases(Budgeted),
@@ -408,9 +685,42 @@ enum ChartKind {
     InferSeqs,
 }
 
+/// What one chart draws: a phase breakdown with the GPU's capacity, or a sweep.
+#[derive(Clone, Debug, PartialEq)]
+enum ChartData {
+    Phases(compute::Breakdown, u64),
+    Sweep(Arc<Sweep>),
+}
+
+fn chart_data(res: Results, kind: ChartKind) -> Option<ChartData> {
+    match kind {
+        ChartKind::Phases(b) => res.all.with(|r| {
+            let m = r.as_ref().and_then(|r| match b {
+                Budgeted::Train => r.train.as_ref()?.as_ref().ok(),
+                Budgeted::Infer => r.infer.as_ref()?.as_ref().ok(),
+            })?;
+            Some(ChartData::Phases(m.breakdown.clone(), m.usable_bytes))
+        }),
+        ChartKind::TrainBatch => res
+            .train_more
+            .with(|m| m.as_ref().map(|m| ChartData::Sweep(m.batch_sweep.clone()))),
+        ChartKind::TrainSeq => res
+            .train_more
+            .with(|m| m.as_ref().map(|m| ChartData::Sweep(m.seq_sweep.clone()))),
+        ChartKind::InferContext => res.infer_more.with(|m| {
+            m.as_ref()
+                .map(|m| ChartData::Sweep(Arc::new(m.context_sweeps.0.clone())))
+        }),
+        ChartKind::InferSeqs => res.infer_more.with(|m| {
+            m.as_ref()
+                .map(|m| ChartData::Sweep(Arc::new(m.context_sweeps.1.clone())))
+        }),
+    }
+}
+
 fn draw_kind<DB: DrawingBackend>(
     state: AppState,
-    results: Memo<Option<PageResults>>,
+    data: Memo<Option<ChartData>>,
     kind: ChartKind,
     root: &DrawingArea<DB, plotters::coord::Shift>,
     theme: &ChartTheme,
@@ -418,20 +728,12 @@ fn draw_kind<DB: DrawingBackend>(
     let lang = state.lang.get_untracked();
     let t = lang.page();
     let (unit_bytes, unit_name) = unit(state);
-    let Some(r) = results.get_untracked() else {
+    let Some(d) = data.get_untracked() else {
         return false;
     };
-    let page = state.page.get_untracked();
-    let model = state.model.get_untracked();
-    let Some(model) = model else { return false };
-    let spec = &model.spec;
-    let ok = match kind {
-        ChartKind::Phases(b) => {
-            let Some(m) = mode_of(&r, b) else {
-                return false;
-            };
-            let names = m
-                .breakdown
+    match (kind, d) {
+        (ChartKind::Phases(b), ChartData::Phases(breakdown, usable)) => {
+            let names = breakdown
                 .rows
                 .iter()
                 .map(|row| component(lang, &row.key))
@@ -442,32 +744,13 @@ fn draw_kind<DB: DrawingBackend>(
                 unit_name,
                 names,
             );
-            draw_phase_bars(root, &m.breakdown, m.usable_bytes, unit_bytes, &text, theme).is_ok()
+            draw_phase_bars(root, &breakdown, usable, unit_bytes, &text, theme).is_ok()
         }
-        ChartKind::TrainBatch => {
-            let Some(m) = mode_of(&r, Budgeted::Train) else {
-                return false;
-            };
-            let sweep = compute::train_batch_sweep(
-                spec,
-                &page.train_scenario(),
-                m.usable_bytes,
-                m.max_batch,
-            );
+        (ChartKind::TrainBatch, ChartData::Sweep(sweep)) => {
             let text = chart_text(t.chart_batch, t.batch_axis, unit_name, vec![String::new()]);
             draw_sweep(root, &sweep, unit_bytes, &text, theme).is_ok()
         }
-        ChartKind::TrainSeq => {
-            let Some(m) = mode_of(&r, Budgeted::Train) else {
-                return false;
-            };
-            let sweep = compute::train_seq_sweep(
-                spec,
-                &page.train_scenario(),
-                m.usable_bytes,
-                m.max_seq,
-                ["eager", "SDPA"],
-            );
+        (ChartKind::TrainSeq, ChartData::Sweep(sweep)) => {
             let text = chart_text(
                 t.chart_seq,
                 t.seq_axis,
@@ -476,34 +759,29 @@ fn draw_kind<DB: DrawingBackend>(
             );
             draw_sweep(root, &sweep, unit_bytes, &text, theme).is_ok()
         }
-        ChartKind::InferContext | ChartKind::InferSeqs => {
-            let Some(m) = mode_of(&r, Budgeted::Infer) else {
-                return false;
-            };
-            let (mem, seqs) =
-                compute::infer_context_sweeps(spec, &page.infer_scenario(), m.max_seq);
-            if kind == ChartKind::InferContext {
-                let text = chart_text(t.chart_ctx_mem, t.ctx_axis, unit_name, vec![String::new()]);
-                draw_sweep(root, &mem, unit_bytes, &text, theme).is_ok()
-            } else {
-                let text = chart_text(
-                    t.chart_ctx_seqs,
-                    t.ctx_axis,
-                    t.seqs_axis,
-                    vec![String::new()],
-                );
-                draw_sweep(root, &seqs, 1.0, &text, theme).is_ok()
-            }
+        (ChartKind::InferContext, ChartData::Sweep(sweep)) => {
+            let text = chart_text(t.chart_ctx_mem, t.ctx_axis, unit_name, vec![String::new()]);
+            draw_sweep(root, &sweep, unit_bytes, &text, theme).is_ok()
         }
-    };
-    ok
+        (ChartKind::InferSeqs, ChartData::Sweep(sweep)) => {
+            let text = chart_text(
+                t.chart_ctx_seqs,
+                t.ctx_axis,
+                t.seqs_axis,
+                vec![String::new()],
+            );
+            draw_sweep(root, &sweep, 1.0, &text, theme).is_ok()
+        }
+        _ => false,
+    }
 }
 
 #[component]
-fn Charts(results: Memo<Option<PageResults>>, version: Signal<u64>) -> impl IntoView {
+fn Charts(res: Results) -> impl IntoView {
     let state = use_state();
+    let mode = Memo::new(move |_| state.page.with(|p| p.mode));
     let kinds = move || {
-        let mode = state.page.with(|p| p.mode);
+        let mode = mode.get();
         let mut v = Vec::new();
         if mode.train() {
             v.push(("train-phases", ChartKind::Phases(Budgeted::Train)));
@@ -536,14 +814,21 @@ fn Charts(results: Memo<Option<PageResults>>, version: Signal<u64>) -> impl Into
                     kinds()
                         .into_iter()
                         .map(|(id, kind)| {
+                            // Redrawn only when this chart's data (or the unit) changes.
+                            let data = Memo::new(move |_| chart_data(res, kind));
+                            let version = Memo::new(move |prev: Option<&u64>| {
+                                data.track();
+                                state.use_gb.track();
+                                prev.map_or(1, |p| p + 1)
+                            });
                             let draw_canvas = Arc::new(move |root: &DrawingArea<plotters_canvas::CanvasBackend, plotters::coord::Shift>, theme: &ChartTheme| {
-                                draw_kind(state, results, kind, root, theme)
+                                draw_kind(state, data, kind, root, theme)
                             });
                             let draw_svg = Arc::new(move |size: (u32, u32), theme: &ChartTheme| {
                                 let mut svg = String::new();
                                 {
                                     let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                                    draw_kind(state, results, kind, &root, theme);
+                                    draw_kind(state, data, kind, &root, theme);
                                 }
                                 svg
                             });
@@ -553,7 +838,7 @@ fn Charts(results: Memo<Option<PageResults>>, version: Signal<u64>) -> impl Into
                                     title=Signal::derive(move || title_of(kind))
                                     draw_canvas=draw_canvas
                                     draw_svg=draw_svg
-                                    version=version
+                                    version=version.into()
                                 />
                             }
                         })
