@@ -264,6 +264,32 @@ pub fn component(lang: Lang, key: &str) -> String {
     s.to_string()
 }
 
+/// Column label of a phase. English keeps the names `vram measure` and the CLI use (`forward_2` is
+/// the steady-state step); Chinese translates them.
+pub fn phase(lang: Lang, name: &str) -> String {
+    if lang != Lang::Zh {
+        return name.to_string();
+    }
+    let (base, steady) = match name.strip_suffix("_2") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let zh = match base {
+        "load" => "加载",
+        "forward" => "前向",
+        "backward" => "反向",
+        "optimizer" => "优化器步",
+        "prefill" => "预填充",
+        "decode" => "解码",
+        _ => return name.to_string(),
+    };
+    if steady {
+        format!("{zh}（稳态）")
+    } else {
+        zh.to_string()
+    }
+}
+
 /// Verdict text.
 pub fn verdict(lang: Lang, v: Verdict) -> &'static str {
     match (v, lang) {
@@ -576,5 +602,19 @@ impl Lang {
             Lang::En => &PAGE_EN,
             Lang::Zh => &PAGE_ZH,
         }
+    }
+}
+
+#[cfg(test)]
+mod phase_label_tests {
+    use super::*;
+
+    #[test]
+    fn english_keeps_the_measure_phase_names_and_chinese_translates_them() {
+        assert_eq!(phase(Lang::En, "backward_2"), "backward_2");
+        assert_eq!(phase(Lang::Zh, "forward"), "前向");
+        assert_eq!(phase(Lang::Zh, "optimizer_2"), "优化器步（稳态）");
+        assert_eq!(phase(Lang::Zh, "prefill"), "预填充");
+        assert_eq!(phase(Lang::Zh, "unknown_phase"), "unknown_phase");
     }
 }

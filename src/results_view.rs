@@ -8,7 +8,7 @@ use crate::charts::{draw_phase_bars, draw_sweep, ChartTheme};
 use crate::compute::{self, Budgeted, ModeResult, PageResults, Sweep};
 use crate::export;
 use crate::i18n::Lang;
-use crate::i18n_page::{change, component, verdict};
+use crate::i18n_page::{change, component, phase, verdict};
 use crate::load::ModelSource;
 use crate::share::SharedState;
 use crate::state::{use_state, AppState};
@@ -93,7 +93,7 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
     let head = bd
         .phases
         .iter()
-        .map(|p| view! { <th scope="col" class="num">{p.clone()}</th> })
+        .map(|p| view! { <th scope="col" class="num">{phase(lang, p)}</th> })
         .collect_view();
     let ncols = bd.phases.len() + 1;
     let rows = bd
@@ -744,7 +744,9 @@ fn draw_kind<DB: DrawingBackend>(
                 unit_name,
                 names,
             );
-            draw_phase_bars(root, &breakdown, usable, unit_bytes, &text, theme).is_ok()
+            let mut shown = breakdown.clone();
+            shown.phases = shown.phases.iter().map(|p| phase(lang, p)).collect();
+            draw_phase_bars(root, &shown, usable, unit_bytes, &text, theme).is_ok()
         }
         (ChartKind::TrainBatch, ChartData::Sweep(sweep)) => {
             let text = chart_text(t.chart_batch, t.batch_axis, unit_name, vec![String::new()]);
