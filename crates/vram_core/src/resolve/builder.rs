@@ -59,6 +59,22 @@ impl Builder {
         }
     }
 
+    /// A plain (non-gated) MLP: `up` = Linear(hidden, inner), `down` = Linear(inner, hidden), both
+    /// with or without bias (gpt2's c_fc/c_proj, opt's fc1/fc2, bloom's and gpt-neox's dense_h_to_4h /
+    /// dense_4h_to_h, bert's intermediate/output dense).
+    pub fn plain_mlp(
+        &mut self,
+        up: &str,
+        down: &str,
+        layer: Option<u32>,
+        hidden: u64,
+        inner: u64,
+        bias: bool,
+    ) {
+        self.linear(up, layer, Component::Mlp, hidden, inner, bias);
+        self.linear(down, layer, Component::Mlp, inner, hidden, bias);
+    }
+
     /// A normalisation module: weight, and bias when `bias`.
     pub fn norm(
         &mut self,

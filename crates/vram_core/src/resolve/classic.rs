@@ -147,20 +147,12 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.norm(&format!("{p}.ln_2"), l, Component::Norm, d.hidden, true);
-        b.linear(
+        b.plain_mlp(
             &format!("{p}.mlp.c_fc"),
-            l,
-            Component::Mlp,
-            d.hidden,
-            inner,
-            true,
-        );
-        b.linear(
             &format!("{p}.mlp.c_proj"),
             l,
-            Component::Mlp,
-            inner,
             d.hidden,
+            inner,
             true,
         );
         layers.push(plain_layer(&d, inner));
@@ -274,20 +266,12 @@ pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 true,
             );
         }
-        b.linear(
+        b.plain_mlp(
             &format!("{p}.fc1"),
-            l,
-            Component::Mlp,
-            d.hidden,
-            inner,
-            bias,
-        );
-        b.linear(
             &format!("{p}.fc2"),
             l,
-            Component::Mlp,
-            inner,
             d.hidden,
+            inner,
             bias,
         );
         if affine {
@@ -377,20 +361,12 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             d.hidden,
             true,
         );
-        b.linear(
+        b.plain_mlp(
             &format!("{p}.mlp.dense_h_to_4h"),
-            l,
-            Component::Mlp,
-            d.hidden,
-            inner,
-            true,
-        );
-        b.linear(
             &format!("{p}.mlp.dense_4h_to_h"),
             l,
-            Component::Mlp,
-            inner,
             d.hidden,
+            inner,
             true,
         );
         layers.push(plain_layer(&d, inner));
@@ -467,20 +443,12 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             d.hidden,
             bias,
         );
-        b.linear(
+        b.plain_mlp(
             &format!("{p}.mlp.dense_h_to_4h"),
-            l,
-            Component::Mlp,
-            d.hidden,
-            inner,
-            true,
-        );
-        b.linear(
             &format!("{p}.mlp.dense_4h_to_h"),
             l,
-            Component::Mlp,
-            inner,
             d.hidden,
+            inner,
             true,
         );
         layers.push(plain_layer(&d, inner));
@@ -583,20 +551,12 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             d.hidden,
             true,
         );
-        b.linear(
+        b.plain_mlp(
             &format!("{p}.intermediate.dense"),
-            l,
-            Component::Mlp,
-            d.hidden,
-            inner,
-            true,
-        );
-        b.linear(
             &format!("{p}.output.dense"),
             l,
-            Component::Mlp,
-            inner,
             d.hidden,
+            inner,
             true,
         );
         b.norm(
