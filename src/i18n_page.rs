@@ -618,3 +618,53 @@ mod phase_label_tests {
         assert_eq!(phase(Lang::Zh, "unknown_phase"), "unknown_phase");
     }
 }
+
+#[cfg(test)]
+mod field_label_tests {
+    use super::*;
+
+    /// Every key `scenario_form.rs` renders; a key without a label would show the "?" fallback.
+    const FORM_KEYS: &[&str] = &[
+        "attention",
+        "batch",
+        "context",
+        "engine",
+        "gpu",
+        "gpu_util",
+        "gpus",
+        "grad_accumulation",
+        "grad_checkpointing",
+        "infer_attention",
+        "infer_batch",
+        "infer_dtype",
+        "kv_dtype",
+        "logits_to_keep",
+        "lora",
+        "lora_r",
+        "lora_targets",
+        "max_model_len",
+        "max_num_seqs",
+        "mode",
+        "offload_optimizer",
+        "offload_params",
+        "optimizer",
+        "precision",
+        "seq_len",
+        "weights",
+        "zero",
+    ];
+
+    #[test]
+    fn every_form_field_has_a_label_and_hint_in_both_languages() {
+        for lang in [Lang::En, Lang::Zh] {
+            for key in FORM_KEYS {
+                let (label, hint) = field(lang, key);
+                assert!(
+                    label != "?" && !label.is_empty(),
+                    "{key}: no label in {lang:?}"
+                );
+                assert!(!hint.is_empty(), "{key}: no hint in {lang:?}");
+            }
+        }
+    }
+}
