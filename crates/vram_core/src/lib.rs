@@ -6,6 +6,7 @@
 //! No IO, no clocks, no platform code: every function takes values and returns values, with counts and
 //! bytes as `u64` (wasm32's `usize` is 32-bit) and saturating arithmetic where inputs are user data.
 
+pub mod derived;
 pub mod error;
 pub mod estimate;
 pub mod fields;

@@ -24,7 +24,13 @@ pub struct ParamCounts {
 
 impl ParamCounts {
     /// Counts every tensor of `spec`; `trainable` is the full count (LoRA scenarios replace it).
+    /// Computed once per spec ([`ModelSpec::derived`]).
     pub fn of(spec: &ModelSpec) -> Self {
+        spec.derived().params.clone()
+    }
+
+    /// Counts every tensor of `spec` (what [`ParamCounts::of`] caches).
+    pub fn count(spec: &ModelSpec) -> Self {
         let mut by_component = BTreeMap::new();
         let mut total = 0u64;
         let mut buffers = 0u64;

@@ -253,4 +253,15 @@ pub struct ModelSpec {
     pub tensors: Vec<TensorSpec>,
     /// Assumptions made while reading the config (unknown `model_type`, defaults filled in).
     pub warnings: Vec<String>,
+    /// Facts derived from the fields above on first use ([`ModelSpec::derived`]); not serialised.
+    #[serde(skip)]
+    pub derived: crate::derived::DerivedCache,
+}
+
+impl ModelSpec {
+    /// The per-model facts every estimate reuses (tensor groups, per-layer tensors, runs of
+    /// identical layers, parameter counts), computed on the first call.
+    pub fn derived(&self) -> &crate::derived::Derived {
+        self.derived.get_or_init(self)
+    }
 }

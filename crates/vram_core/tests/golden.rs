@@ -257,7 +257,9 @@ fn table_path() -> PathBuf {
 }
 
 fn table_of(cases: &[Case]) -> String {
-    let mut t = String::from("# case\tbytes\tfnv1a64 (generated: VRAM_BLESS=1 cargo test -p vram_core --test golden)\n");
+    let mut t = String::from(
+        "# case\tbytes\tfnv1a64 (generated: VRAM_BLESS=1 cargo test -p vram_core --test golden)\n",
+    );
     for c in cases {
         let _ = writeln!(
             t,

@@ -633,3 +633,15 @@ fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Vec<Term>)
         ],
     }
 }
+
+/// Estimates every scenario of `scenarios` for one model (a chart's points, a solver's probes).
+pub fn sweep(
+    spec: &ModelSpec,
+    scenarios: &[Scenario],
+    overheads: &DeviceOverheads,
+) -> Vec<Result<InferEstimate, ScenarioError>> {
+    scenarios
+        .iter()
+        .map(|s| estimate_inference(spec, s, overheads))
+        .collect()
+}

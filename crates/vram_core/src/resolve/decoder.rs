@@ -321,6 +321,7 @@ pub(crate) fn decoder(
         vision: None,
         quantization_config: None,
         tensors: b.tensors,
+        derived: Default::default(),
         warnings,
     })
 }

@@ -119,8 +119,11 @@ struct Walk<'a> {
     layout: Layout,
     rope: bool,
     gemma_norm: bool,
-    by_layer: Vec<Vec<&'a TensorSpec>>,
+    derived: &'a crate::derived::Derived,
     cache: Vec<V>,
+    /// Bytes of autocast cache entries of layers whose walk was reused (see [`LayerDelta`]): freed
+    /// with the cache when autocast exits.
+    cache_free_bytes: u64,
     autocast_copy_bytes: u64,
     /// CPU allocation semantics (`super::Counting::CpuExact`): dtype-sized dropout masks, SDPA
     /// with dropout through the math path.
@@ -141,6 +144,16 @@ fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
 }
 
 impl<'a> Walk<'a> {
+    /// The tensors of layer `i`'s blocks (attention, MLP, experts, router, norms, biases).
+    fn layer_tensors(&self, i: usize) -> Vec<&'a TensorSpec> {
+        let spec = self.spec;
+        self.derived
+            .layer_tensors
+            .get(i)
+            .map(|ix| ix.iter().map(|&j| &spec.tensors[j]).collect())
+            .unwrap_or_default()
+    }
+
     fn lin(&self, t: &TensorSpec) -> Lin {
         let shape = t.linear.unwrap_or(crate::spec::LinearShape {
             in_features: 0,
@@ -520,7 +533,7 @@ impl<'a> Walk<'a> {
         let Some(a) = self.spec.layers.get(i).and_then(|l| l.attention) else {
             return (sim.share(n), 0, 0);
         };
-        let tensors = self.by_layer.get(i).cloned().unwrap_or_default();
+        let tensors = self.layer_tensors(i);
         let lins: Vec<&TensorSpec> = tensors
             .iter()
             .copied()
@@ -605,7 +618,7 @@ impl<'a> Walk<'a> {
     /// MLP half. Returns (output, backward transient, largest weight elements).
     fn mlp_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, u64, u64) {
         let t = self.t;
-        let tensors = self.by_layer.get(i).cloned().unwrap_or_default();
+        let tensors = self.layer_tensors(i);
         let ffn = self.spec.layers.get(i).and_then(|l| l.ffn);
         let mut max_w = 0u64;
         let mut out_acc: Option<V> = None;
@@ -827,9 +840,10 @@ impl<'a> Walk<'a> {
             }
         }
         let grad_bytes = if self.full {
-            self.by_layer
+            self.derived
+                .layer_block_numel
                 .get(i)
-                .map(|ts| ts.iter().map(|t| t.numel()).sum::<u64>())
+                .copied()
                 .unwrap_or(0)
                 .saturating_mul(self.p)
         } else {
@@ -860,6 +874,52 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// The recorded effect of walking one layer, replayed for later layers of the same kind entered
+/// with an input in the same state.
+struct LayerDelta {
+    /// The layer that was walked.
+    layer: usize,
+    /// State of the layer's input when it was entered.
+    input: super::sim::SlotState,
+    /// What the walk did to the simulator.
+    effect: super::sim::Effect,
+    /// Autocast weight copies it made.
+    autocast_copy_bytes: u64,
+    /// Bytes of its autocast cache entries that the cache release frees.
+    cache_free_bytes: u64,
+    /// Its per-layer figures.
+    act: LayerAct,
+}
+
+/// Per layer, which other layer it shares its LoRA adapters with (the first layer whose adapted
+/// tensors sit at the same places of an identical layer); empty without LoRA.
+fn lora_layer_kinds(w: &Walk<'_>) -> Vec<usize> {
+    let Some(plan) = w.lora else {
+        return Vec::new();
+    };
+    let d = w.derived;
+    let adapted = |i: usize| {
+        d.layer_tensors[i]
+            .iter()
+            .map(move |&j| plan.rank_for_index(j).is_some())
+    };
+    let mut reps: Vec<usize> = Vec::new();
+    (0..d.layer_tensors.len())
+        .map(|i| {
+            let same = |r: &&usize| {
+                d.layer_kind.get(**r) == d.layer_kind.get(i) && adapted(**r).eq(adapted(i))
+            };
+            match reps.iter().find(same) {
+                Some(&r) => r,
+                None => {
+                    reps.push(i);
+                    i
+                }
+            }
+        })
+        .collect()
+}
+
 /// Walks one forward pass and returns the activation profile.
 pub fn profile(
     spec: &ModelSpec,
@@ -869,24 +929,6 @@ pub fn profile(
     counting: super::Counting,
 ) -> Result<ActivationProfile, ScenarioError> {
     checked_dims(spec)?;
-    let mut by_layer: Vec<Vec<&TensorSpec>> = vec![Vec::new(); spec.layers.len()];
-    for t in &spec.tensors {
-        let in_stack = matches!(
-            t.component,
-            Component::Attention
-                | Component::Mlp
-                | Component::Experts
-                | Component::SharedExperts
-                | Component::Router
-                | Component::Norm
-                | Component::Bias
-        );
-        if let (Some(l), true) = (t.layer, in_stack) {
-            if let Some(v) = by_layer.get_mut(l as usize) {
-                v.push(t);
-            }
-        }
-    }
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
         "gemma2" | "gemma3_text" | "gemma3" => Layout::PrePostNorm,
@@ -916,8 +958,9 @@ pub fn profile(
         layout,
         rope,
         gemma_norm: mt.starts_with("gemma"),
-        by_layer,
+        derived: spec.derived(),
         cache: Vec::new(),
+        cache_free_bytes: 0,
         autocast_copy_bytes: 0,
         cpu: counting == super::Counting::CpuExact,
     };
@@ -935,8 +978,9 @@ pub fn profile(
 }
 
 fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
-    let mut sim = Sim::default();
+    let mut sim = Sim::with_capacity(64);
     w.cache.clear();
+    w.cache_free_bytes = 0;
     w.autocast_copy_bytes = 0;
     let t = w.t;
     let h = w.spec.hidden_size;
@@ -945,11 +989,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     let _ids = sim.alloc(t, 8, false);
     let emb_elem = w.p;
     let mut x = sim.alloc(t * h, emb_elem, w.full);
-    let has_pos = w
-        .spec
-        .tensors
-        .iter()
-        .any(|t| t.component == Component::PositionEmbedding);
+    let has_pos = w.derived.has_position_embedding;
     if has_pos {
         let pe = sim.alloc(t * h, emb_elem, w.full);
         let s = w.add(&mut sim, x, pe);
@@ -994,14 +1034,53 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     };
     let mut layers = Vec::with_capacity(w.spec.layers.len());
     let mut kept = 0u64;
+    // Each distinct layer is walked once per input state: a layer of the same kind (same layer
+    // spec, tensors and LoRA adapters) entered with an input in the same state does exactly the
+    // same, so its recorded effect is replayed (see `LayerDelta`).
+    let lora_kind = lora_layer_kinds(w);
+    let mut seen: Vec<(usize, LayerDelta)> = Vec::new();
     for i in 0..w.spec.layers.len() {
         if checkpointing {
             sim.save(x);
             kept += sim.elems(x) * sim.elem(x);
             sim.discard_saves = true;
         }
+        let input = sim.state(x);
+        let kind = w.derived.layer_kind.get(i).copied().unwrap_or(i);
+        let replay = seen.iter().find(|(k, d)| {
+            *k == kind && d.input == input && lora_kind.get(d.layer) == lora_kind.get(i)
+        });
         let before = sim.saved_bytes();
-        let (y, act) = w.layer(&mut sim, x, i);
+        let (y, act) = match replay {
+            Some((_, d)) => {
+                let y = sim.replay(x, &d.effect);
+                w.autocast_copy_bytes = w.autocast_copy_bytes.saturating_add(d.autocast_copy_bytes);
+                w.cache_free_bytes = w.cache_free_bytes.saturating_add(d.cache_free_bytes);
+                (y, d.act.clone())
+            }
+            None => {
+                let mark = sim.mark();
+                let copies_before = w.autocast_copy_bytes;
+                let cache_before = w.cache.len();
+                let (y, act) = w.layer(&mut sim, x, i);
+                let cache_free_bytes = w.cache[cache_before..]
+                    .iter()
+                    .map(|&c| sim.freeable_bytes(c))
+                    .fold(0u64, u64::saturating_add);
+                seen.push((
+                    kind,
+                    LayerDelta {
+                        layer: i,
+                        input,
+                        effect: sim.effect_since(&mark, y),
+                        autocast_copy_bytes: w.autocast_copy_bytes - copies_before,
+                        cache_free_bytes,
+                        act: act.clone(),
+                    },
+                ));
+                (y, act)
+            }
+        };
         if checkpointing {
             sim.discard_saves = false;
         } else {
@@ -1019,11 +1098,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     let mut logits_handle = None;
     let (logits_bytes, logits_fp32_bytes, log_softmax_bytes);
     if w.spec.kind == ModelKind::DecoderOnly {
-        let has_final = w
-            .spec
-            .tensors
-            .iter()
-            .any(|t| t.component == Component::FinalNorm);
+        let has_final = w.derived.has_final_norm;
         let n = if has_final {
             let n = w.norm(&mut sim, x, t * h, t);
             sim.drop(x);
@@ -1072,6 +1147,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     for c in std::mem::take(&mut w.cache) {
         sim.drop(c);
     }
+    sim.release(std::mem::take(&mut w.cache_free_bytes));
     // `del out` (as HF Trainer's compute_loss): the logits die with the model output; only the loss
     // and what autograd saved live on.
     if let Some(l) = logits_handle {

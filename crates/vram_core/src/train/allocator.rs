@@ -25,18 +25,24 @@ pub const ROUND_LARGE: u64 = 2 << 20;
 
 /// Reserved bytes for a set of simultaneously live tensors of the given sizes.
 pub fn reserved_for(sizes: impl IntoIterator<Item = u64>) -> u64 {
+    reserved_for_counted(sizes.into_iter().map(|s| (s, 1)))
+}
+
+/// [`reserved_for`] of `(size, count)` pairs: `count` tensors of `size` bytes each.
+pub fn reserved_for_counted(sizes: impl IntoIterator<Item = (u64, u64)>) -> u64 {
     let (mut small, mut mid, mut large) = (0u64, 0u64, 0u64);
-    for size in sizes {
+    for (size, count) in sizes {
         if size == 0 {
             continue;
         }
         let block = size.div_ceil(MIN_BLOCK).saturating_mul(MIN_BLOCK);
         if block <= SMALL_SIZE {
-            small = small.saturating_add(block);
+            small = small.saturating_add(block.saturating_mul(count));
         } else if block < MIN_LARGE_ALLOC {
-            mid = mid.saturating_add(block);
+            mid = mid.saturating_add(block.saturating_mul(count));
         } else {
-            large = large.saturating_add(block.div_ceil(ROUND_LARGE).saturating_mul(ROUND_LARGE));
+            let rounded = block.div_ceil(ROUND_LARGE).saturating_mul(ROUND_LARGE);
+            large = large.saturating_add(rounded.saturating_mul(count));
         }
     }
     small

@@ -64,6 +64,11 @@ pub struct LoraPlan {
     pub adapted: Vec<AdaptedLinear>,
     /// Σ r·(in + out) over the adapted modules: `model.print_trainable_parameters()`'s count.
     pub trainable_params: u64,
+    /// Adapted modules by base shape `(in_features, out_features)`, with how many have it (the
+    /// persistent budget multiplies instead of iterating).
+    pub shapes: Vec<((u64, u64), u64)>,
+    /// For each tensor of the spec (by index), whether it is the weight of an adapted module.
+    pub adapted_tensor: Vec<bool>,
 }
 
 impl LoraPlan {
@@ -78,6 +83,16 @@ impl LoraPlan {
         self.adapted
             .iter()
             .any(|a| a.module == module)
+            .then_some(self.r)
+    }
+
+    /// The rank if the spec's tensor number `index` is an adapted weight (what [`Self::rank_for`]
+    /// answers, without comparing names).
+    pub fn rank_for_index(&self, index: usize) -> Option<u64> {
+        self.adapted_tensor
+            .get(index)
+            .copied()
+            .unwrap_or(false)
             .then_some(self.r)
     }
 }
@@ -137,16 +152,29 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
     };
     let all_linear = matches!(lora.targets, LoraTargets::AllLinear);
     let mut adapted = Vec::new();
-    for t in &linears {
+    let mut adapted_tensor = vec![false; spec.tensors.len()];
+    let mut shapes: Vec<((u64, u64), u64)> = Vec::new();
+    for (index, t) in spec.tensors.iter().enumerate() {
         let Some(shape) = t.linear else { continue };
         if all_linear && is_output_head(t) {
             continue;
         }
         let module = module_path(&t.name);
-        let hit = target_names
-            .iter()
-            .any(|target| module == target || module.ends_with(&format!(".{target}")));
+        let hit = target_names.iter().any(|target| {
+            module == target
+                || module
+                    .strip_suffix(target.as_str())
+                    .is_some_and(|p| p.ends_with('.'))
+        });
         if hit {
+            // Several weights of one module (none in the supported models) adapt it once, as
+            // `adapted` lists it once per weight too.
+            adapted_tensor[index] = true;
+            let key = (shape.in_features, shape.out_features);
+            match shapes.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => shapes.push((key, 1)),
+            }
             adapted.push(AdaptedLinear {
                 module: module.to_string(),
                 layer: t.layer,
@@ -173,6 +201,8 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
         target_names,
         adapted,
         trainable_params,
+        shapes,
+        adapted_tensor,
     })
 }
 

@@ -18,7 +18,7 @@ pub mod zero;
 use crate::error::ScenarioError;
 use crate::report::{DeviceOverheads, Phase, Term};
 use crate::scenario::{Optimizer, Scenario};
-use crate::spec::{Component, ModelSpec};
+use crate::spec::ModelSpec;
 use crate::units::group_thousands;
 use serde::{Deserialize, Serialize};
 
@@ -148,11 +148,7 @@ pub fn estimate_training_counting(
     } else {
         0
     };
-    let head_is_tied = spec.tie_word_embeddings
-        || !spec
-            .tensors
-            .iter()
-            .any(|t| t.component == Component::LmHead);
+    let head_is_tied = spec.tie_word_embeddings || !spec.derived().has_lm_head;
     let full = plan.is_none();
     let vh = spec.vocab_size.saturating_mul(spec.hidden_size);
     let grad_elem = precision.param_bytes;
@@ -249,18 +245,19 @@ pub fn estimate_training_counting(
         } else {
             t.grad_bytes
         };
-        let mut v = vec![w, gr];
-        if shard.optimizer_on_gpu {
-            if scenario.zero.0 >= 1 {
-                v.extend(t.state_tensors.iter().map(|s| s.div_ceil(n)));
-            } else {
-                v.extend(t.state_tensors.iter().copied());
-            }
-        }
-        v
+        let states: &[u64] = if shard.optimizer_on_gpu {
+            t.state_tensors.as_slice()
+        } else {
+            &[]
+        };
+        let state_div = if scenario.zero.0 >= 1 { n } else { 1 };
+        [w, gr]
+            .into_iter()
+            .chain(states.iter().map(move |s| s.div_ceil(state_div)))
+            .map(move |size| (size, t.count))
     });
     let persistent_alloc = shard.weights_bytes + shard.gradients_bytes + shard.optimizer_bytes;
-    let persistent_reserved = allocator::reserved_for(persistent_sizes)
+    let persistent_reserved = allocator::reserved_for_counted(persistent_sizes)
         .max(persistent_alloc)
         .saturating_add(shard.buffers_bytes);
     // Monotone combination: the rounded persistent tensors or the peak, whichever is larger, plus
@@ -483,4 +480,16 @@ pub fn estimate_training_counting(
         phases,
         terms,
     })
+}
+
+/// Estimates every scenario of `scenarios` for one model (a chart's points, a solver's probes).
+pub fn sweep(
+    spec: &ModelSpec,
+    scenarios: &[Scenario],
+    overheads: &DeviceOverheads,
+) -> Vec<Result<TrainEstimate, ScenarioError>> {
+    scenarios
+        .iter()
+        .map(|s| estimate_training(spec, s, overheads))
+        .collect()
 }

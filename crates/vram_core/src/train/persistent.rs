@@ -81,29 +81,60 @@ impl Precision {
     }
 }
 
-/// One tensor's persistent bytes.
+/// The state tensors of one parameter (at most four: bitsandbytes' two moments and two absmax
+/// vectors), without a heap allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StateTensors {
+    sizes: [u64; 4],
+    len: usize,
+}
+
+impl StateTensors {
+    fn of(sizes: &[u64]) -> Self {
+        let mut s = StateTensors::default();
+        for &b in sizes.iter().take(4) {
+            s.sizes[s.len] = b;
+            s.len += 1;
+        }
+        s
+    }
+
+    /// Bytes of each state tensor.
+    pub fn as_slice(&self) -> &[u64] {
+        &self.sizes[..self.len]
+    }
+
+    /// Σ bytes.
+    pub fn total(&self) -> u64 {
+        self.as_slice()
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+}
+
+/// The persistent bytes of `count` identical tensors (same shape and role; per-tensor figures).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorBytes {
-    /// HF name (`lora_A`/`lora_B` adapters are named after their module).
-    pub name: String,
-    /// Elements.
+    /// Tensors alike (a [`crate::derived::TensorGroup`], or the adapters of one shape).
+    pub count: u64,
+    /// Elements of each.
     pub numel: u64,
-    /// Bytes of the stored weight (quantized size for a QLoRA base).
+    /// Bytes of each stored weight (quantized size for a QLoRA base).
     pub weight_bytes: u64,
-    /// Whether the optimizer trains it.
+    /// Whether the optimizer trains them.
     pub trainable: bool,
-    /// Gradient bytes (0 when frozen).
+    /// Gradient bytes of each (0 when frozen).
     pub grad_bytes: u64,
-    /// Optimizer state bytes (0 when frozen).
+    /// Optimizer state bytes of each (0 when frozen).
     pub state_bytes: u64,
-    /// Bytes of the largest single optimizer-state tensor of this parameter (allocator rounding).
-    pub state_tensors: Vec<u64>,
+    /// Each optimizer-state tensor of one parameter (allocator rounding).
+    pub state_tensors: StateTensors,
 }
 
 /// The persistent budget before any sharding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Persistent {
-    /// Every weight tensor (model parameters, buffers, adapters).
+    /// Every weight tensor (model parameters, buffers, adapters), identical ones grouped.
     pub tensors: Vec<TensorBytes>,
     /// Σ weight bytes.
     pub weights_bytes: u64,
@@ -131,20 +162,20 @@ pub struct Persistent {
 
 /// Bytes of one optimizer's states for a tensor of `shape` stored with `elem` bytes per element.
 /// Returns the state tensors' sizes.
-pub fn state_tensors(opt: Optimizer, shape: &[u64], elem: u64) -> Vec<u64> {
+pub fn state_tensors(opt: Optimizer, shape: &[u64], elem: u64) -> StateTensors {
     let numel = shape.iter().fold(1u64, |a, &d| a.saturating_mul(d));
     match opt {
-        Optimizer::Sgd => vec![],
-        Optimizer::SgdMomentum => vec![numel.saturating_mul(elem)],
-        Optimizer::Lion => vec![numel.saturating_mul(4)],
-        Optimizer::Adamw => vec![numel.saturating_mul(elem); 2],
+        Optimizer::Sgd => StateTensors::of(&[]),
+        Optimizer::SgdMomentum => StateTensors::of(&[numel.saturating_mul(elem)]),
+        Optimizer::Lion => StateTensors::of(&[numel.saturating_mul(4)]),
+        Optimizer::Adamw => StateTensors::of(&[numel.saturating_mul(elem); 2]),
         Optimizer::Adamw8bit => {
             if numel < BNB_MIN_8BIT_SIZE {
-                vec![numel.saturating_mul(4); 2]
+                StateTensors::of(&[numel.saturating_mul(4); 2])
             } else {
                 let blocks = numel.div_ceil(BNB_OPTIM_BLOCKSIZE);
                 // state1, state2 (uint8) and absmax1, absmax2 (fp32 per block).
-                vec![numel, numel, blocks * 4, blocks * 4]
+                StateTensors::of(&[numel, numel, blocks * 4, blocks * 4])
             }
         }
         Optimizer::Adafactor => {
@@ -153,9 +184,9 @@ pub fn state_tensors(opt: Optimizer, shape: &[u64], elem: u64) -> Vec<u64> {
                 let rows = numel / last.max(1);
                 let second_last = shape.get(shape.len() - 2).copied().unwrap_or(1);
                 let cols = (numel / last.max(1) / second_last.max(1)).saturating_mul(last);
-                vec![rows.saturating_mul(elem), cols.saturating_mul(elem)]
+                StateTensors::of(&[rows.saturating_mul(elem), cols.saturating_mul(elem)])
             } else {
-                vec![numel.saturating_mul(elem)]
+                StateTensors::of(&[numel.saturating_mul(elem)])
             }
         }
     }
@@ -213,21 +244,23 @@ pub fn persistent(
     } else {
         precision.param_bytes
     };
-    let mut tensors = Vec::with_capacity(spec.tensors.len());
+    let derived = spec.derived();
+    let mut tensors = Vec::with_capacity(derived.groups.len() + 4);
     let mut quant_overhead = 0u64;
-    for t in &spec.tensors {
-        let numel = t.numel();
+    for g in &derived.groups {
+        let t = &spec.tensors[g.first];
+        let numel = g.numel;
         let plain = numel.saturating_mul(precision.param_bytes);
         let trainable = lora.is_none() && !t.buffer;
         let weight_bytes = match (lora.is_some(), base_quant) {
             (true, BaseQuant::Nf4) if quantizable(t) => {
                 let b = nf4_bytes(numel, NF4_DOUBLE_QUANT);
-                quant_overhead += b - numel.div_ceil(2);
+                quant_overhead += (b - numel.div_ceil(2)) * g.count;
                 b
             }
             (true, BaseQuant::Int8) if quantizable(t) => {
                 let out = t.linear.map_or(0, |l| l.out_features);
-                quant_overhead += out * 4;
+                quant_overhead += out * 4 * g.count;
                 int8_bytes(numel, out)
             }
             _ => plain,
@@ -238,41 +271,42 @@ pub fn persistent(
                 state_tensors(opt, &t.shape, full_state_elem),
             )
         } else {
-            (0, vec![])
+            (0, StateTensors::default())
         };
         tensors.push(TensorBytes {
-            name: t.name.clone(),
+            count: g.count,
             numel,
             weight_bytes,
             trainable,
             grad_bytes,
-            state_bytes: states.iter().sum(),
+            state_bytes: states.total(),
             state_tensors: states,
         });
     }
     if let Some(plan) = lora {
         // Adapters are fp32 (peft autocast_adapter_dtype=True), so grads and states are fp32 too.
-        for a in &plan.adapted {
-            for (suffix, shape) in [
-                ("lora_A.default.weight", [plan.r, a.in_features]),
-                ("lora_B.default.weight", [a.out_features, plan.r]),
-            ] {
+        for &((in_features, out_features), count) in &plan.shapes {
+            for shape in [[plan.r, in_features], [out_features, plan.r]] {
                 let numel = shape[0].saturating_mul(shape[1]);
                 let states = state_tensors(opt, &shape, 4);
                 tensors.push(TensorBytes {
-                    name: format!("{}.{suffix}", a.module),
+                    count,
                     numel,
                     weight_bytes: numel.saturating_mul(4),
                     trainable: true,
                     grad_bytes: numel.saturating_mul(4),
-                    state_bytes: states.iter().sum(),
+                    state_bytes: states.total(),
                     state_tensors: states,
                 });
             }
         }
     }
-    let sum =
-        |f: &dyn Fn(&TensorBytes) -> u64| tensors.iter().map(f).fold(0u64, u64::saturating_add);
+    let sum = |f: &dyn Fn(&TensorBytes) -> u64| {
+        tensors
+            .iter()
+            .map(|t| f(t).saturating_mul(t.count))
+            .fold(0u64, u64::saturating_add)
+    };
     let trainable_params = sum(&|t| if t.trainable { t.numel } else { 0 });
     let frozen_params = sum(&|t| if t.trainable { 0 } else { t.numel });
     let optimizer_shared_bytes = if opt == Optimizer::Adamw8bit && trainable_params > 0 {
@@ -324,7 +358,7 @@ pub fn optimizer_temp_bytes(opt: Optimizer, p: &Persistent, deepspeed: bool) -> 
         p.tensors
             .iter()
             .filter(|t| t.trainable)
-            .map(|t| t.numel.saturating_mul(elem))
+            .map(|t| t.numel.saturating_mul(elem).saturating_mul(t.count))
             .fold(0u64, u64::saturating_add)
     };
     match opt {

@@ -14,7 +14,7 @@ pub struct V {
     pub rg: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slot {
     elems: u64,
     elem_bytes: u64,
@@ -34,7 +34,112 @@ pub struct Sim {
     pub discard_saves: bool,
 }
 
+/// The state of one storage as a layer sees it when it is entered (with the handle's
+/// `requires_grad`): two inputs in the same state make a layer behave the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotState {
+    slot: Slot,
+    rg: bool,
+}
+
+/// A point in the simulation to measure a layer's effect from ([`Sim::mark`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    live: u64,
+    peak: u64,
+    saved: u64,
+}
+
+/// What walking a stretch of ops did, relative to its start: replayed by [`Sim::replay`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Effect {
+    /// Live bytes at the end minus live bytes at the start.
+    live_delta: i128,
+    /// Highest live bytes during the stretch above the live bytes at its start.
+    peak_above_start: u64,
+    /// Bytes saved for backward during the stretch.
+    saved_delta: u64,
+    /// The output's state at the end.
+    output: SlotState,
+}
+
 impl Sim {
+    /// An empty simulation with room for `slots` storages before it reallocates.
+    pub fn with_capacity(slots: usize) -> Self {
+        Sim {
+            slots: Vec::with_capacity(slots),
+            ..Sim::default()
+        }
+    }
+
+    /// The state of `v`'s storage.
+    pub fn state(&self, v: V) -> SlotState {
+        SlotState {
+            slot: self.slots.get(v.id).copied().unwrap_or(Slot {
+                elems: 0,
+                elem_bytes: 0,
+                refs: 0,
+                saved: false,
+                freed: true,
+            }),
+            rg: v.rg,
+        }
+    }
+
+    /// Starts measuring an effect: the peak is tracked relative to now, and restored (as the
+    /// larger of both) by [`Sim::effect_since`].
+    pub fn mark(&mut self) -> Mark {
+        let m = Mark {
+            live: self.live,
+            peak: self.peak,
+            saved: self.saved,
+        };
+        self.peak = self.live;
+        m
+    }
+
+    /// The effect of everything since `mark`, whose result is `output`.
+    pub fn effect_since(&mut self, mark: &Mark, output: V) -> Effect {
+        let e = Effect {
+            live_delta: i128::from(self.live) - i128::from(mark.live),
+            peak_above_start: self.peak.saturating_sub(mark.live),
+            saved_delta: self.saved.saturating_sub(mark.saved),
+            output: self.state(output),
+        };
+        self.peak = self.peak.max(mark.peak);
+        e
+    }
+
+    /// Applies `effect` as if the stretch it was measured on ran again on `input` (which it
+    /// consumes, as the original stretch consumed its input); returns the output.
+    pub fn replay(&mut self, input: V, effect: &Effect) -> V {
+        let start = self.live;
+        self.peak = self.peak.max(start.saturating_add(effect.peak_above_start));
+        let end = i128::from(start) + effect.live_delta;
+        self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
+        self.saved = self.saved.saturating_add(effect.saved_delta);
+        if let Some(s) = self.slots.get_mut(input.id) {
+            *s = effect.output.slot;
+        }
+        V {
+            id: input.id,
+            rg: effect.output.rg,
+        }
+    }
+
+    /// Bytes that dropping the last reference to `v` would free (0 if saved or already freed).
+    pub fn freeable_bytes(&self, v: V) -> u64 {
+        match self.slots.get(v.id) {
+            Some(s) if !s.saved && !s.freed => s.elems.saturating_mul(s.elem_bytes),
+            _ => 0,
+        }
+    }
+
+    /// Frees `bytes` of storages that are not tracked one by one (replayed cache entries).
+    pub fn release(&mut self, bytes: u64) {
+        self.live = self.live.saturating_sub(bytes);
+    }
+
     /// A new storage of `elems` elements of `elem_bytes` bytes, referenced by one local.
     pub fn alloc(&mut self, elems: u64, elem_bytes: u64, rg: bool) -> V {
         let bytes = elems.saturating_mul(elem_bytes);

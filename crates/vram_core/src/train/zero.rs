@@ -46,25 +46,9 @@ fn div(x: u64, n: u64) -> u64 {
 
 /// Largest per-layer parameter count of the main stack (stage-3 gathers at least one layer).
 pub fn largest_layer_params(spec: &ModelSpec) -> u64 {
-    let mut per_layer = vec![0u64; spec.layers.len()];
-    for t in &spec.tensors {
-        if let Some(l) = t.layer {
-            if let Some(slot) = per_layer.get_mut(l as usize) {
-                *slot = slot.saturating_add(t.numel());
-            }
-        }
-    }
-    let embed = spec
-        .tensors
-        .iter()
-        .filter(|t| t.layer.is_none())
-        .map(|t| t.numel())
-        .max()
-        .unwrap_or(0);
-    per_layer.into_iter().max().unwrap_or(0).max(embed)
+    spec.derived().largest_layer_params
 }
 
-/// Applies data parallelism / ZeRO to the unsharded budget.
 pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) -> Sharded {
     let n = s.gpus.max(1);
     let stage = s.zero.0;

@@ -1,0 +1,299 @@
+//! Facts derived once per model and reused by every estimate of it: tensors grouped by shape (so
+//! per-tensor sums multiply instead of iterate), the per-layer tensor lists, and the runs of
+//! consecutive identical layers that the activation walk computes once and repeats.
+//!
+//! Nothing here depends on the scenario, so a chart's sweep, a solver's probes or the page's
+//! make-it-fit search pay for it once per model. [`ModelSpec::derived`] computes it on first use and
+//! keeps it with the spec (a spec is not mutated after `parse_config` returns it; a test that edits
+//! `tensors` by hand does so before the first estimate).
+
+use crate::params::ParamCounts;
+use crate::spec::{Component, LinearShape, ModelSpec, TensorSpec};
+
+/// Tensors of identical shape, kind and role: per-tensor formulas give the same bytes for each, so
+/// sums over the inventory are `count ×` one tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorGroup {
+    /// Index in `ModelSpec::tensors` of the first tensor of the group.
+    pub first: usize,
+    /// Tensors in the group.
+    pub count: u64,
+    /// Elements of each.
+    pub numel: u64,
+}
+
+/// Consecutive layers of the main stack with the same [`crate::spec::LayerSpec`] and the same
+/// tensors (names apart from the layer index, shapes, roles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerRun {
+    /// First layer index.
+    pub start: usize,
+    /// Layers in the run.
+    pub count: usize,
+}
+
+/// The per-model facts (see the module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derived {
+    /// Exact parameter counts.
+    pub params: ParamCounts,
+    /// Tensor groups in order of first appearance.
+    pub groups: Vec<TensorGroup>,
+    /// Indices of the tensors inside each layer's blocks (attention, MLP, experts, router, norms,
+    /// biases), per layer of the main stack.
+    pub layer_tensors: Vec<Vec<usize>>,
+    /// Σ elements of `layer_tensors` per layer.
+    pub layer_block_numel: Vec<u64>,
+    /// Largest of: any layer's parameters (every tensor with that layer index), any tensor outside
+    /// the layers (ZeRO-3 gathers one of these at a time).
+    pub largest_layer_params: u64,
+    /// Runs of identical consecutive layers.
+    pub runs: Vec<LayerRun>,
+    /// Per layer, the first layer identical to it (itself when it is the first of its kind):
+    /// sliding and global layers that alternate form two kinds, not 2 × n runs.
+    pub layer_kind: Vec<usize>,
+    /// Whether a learned position embedding exists.
+    pub has_position_embedding: bool,
+    /// Whether a final norm exists.
+    pub has_final_norm: bool,
+    /// Whether an untied output projection exists.
+    pub has_lm_head: bool,
+}
+
+/// Components of the tensors inside a layer's blocks (what the activation walk reads per layer).
+pub fn in_layer_blocks(c: Component) -> bool {
+    matches!(
+        c,
+        Component::Attention
+            | Component::Mlp
+            | Component::Experts
+            | Component::SharedExperts
+            | Component::Router
+            | Component::Norm
+            | Component::Bias
+    )
+}
+
+fn same_kind(a: &TensorSpec, b: &TensorSpec) -> bool {
+    a.component == b.component && a.shape == b.shape && a.linear == b.linear && a.buffer == b.buffer
+}
+
+/// The tensor's name with its layer index taken out (`model.layers.7.mlp.up_proj.weight` →
+/// `model.layers..mlp.up_proj.weight`), so tensors of two layers compare by role.
+fn role_matches(a: &TensorSpec, a_layer: usize, b: &TensorSpec, b_layer: usize) -> bool {
+    fn split(name: &str, layer: usize) -> (&str, &str) {
+        let digits = layer.to_string();
+        let digits = digits.as_str();
+        let mut from = 0;
+        while let Some(pos) = name[from..].find(digits) {
+            let at = from + pos;
+            let end = at + digits.len();
+            let before_ok = at > 0 && name.as_bytes()[at - 1] == b'.';
+            let after_ok = name.as_bytes().get(end) == Some(&b'.');
+            if before_ok && after_ok {
+                return (&name[..at], &name[end..]);
+            }
+            from = end;
+        }
+        (name, "")
+    }
+    split(&a.name, a_layer) == split(&b.name, b_layer)
+}
+
+impl Derived {
+    /// Derives the facts of `spec`.
+    pub fn of(spec: &ModelSpec) -> Self {
+        let mut groups: Vec<TensorGroup> = Vec::new();
+        for (i, t) in spec.tensors.iter().enumerate() {
+            match groups
+                .iter_mut()
+                .find(|g| same_kind(&spec.tensors[g.first], t))
+            {
+                Some(g) => g.count += 1,
+                None => groups.push(TensorGroup {
+                    first: i,
+                    count: 1,
+                    numel: t.numel(),
+                }),
+            }
+        }
+        let n_layers = spec.layers.len();
+        let mut layer_tensors = vec![Vec::new(); n_layers];
+        let mut layer_block_numel = vec![0u64; n_layers];
+        let mut layer_all_numel = vec![0u64; n_layers];
+        let mut outside_max = 0u64;
+        for (i, t) in spec.tensors.iter().enumerate() {
+            match t.layer {
+                Some(l) => {
+                    let l = l as usize;
+                    if let Some(slot) = layer_all_numel.get_mut(l) {
+                        *slot = slot.saturating_add(t.numel());
+                    }
+                    if in_layer_blocks(t.component) {
+                        if let Some(v) = layer_tensors.get_mut(l) {
+                            v.push(i);
+                            layer_block_numel[l] = layer_block_numel[l].saturating_add(t.numel());
+                        }
+                    }
+                }
+                None => outside_max = outside_max.max(t.numel()),
+            }
+        }
+        let largest_layer_params = layer_all_numel
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(outside_max);
+        let identical = |a: usize, b: usize| {
+            spec.layers[a] == spec.layers[b]
+                && layer_tensors[a].len() == layer_tensors[b].len()
+                && layer_all_numel[a] == layer_all_numel[b]
+                && layer_tensors[a]
+                    .iter()
+                    .zip(&layer_tensors[b])
+                    .all(|(&x, &y)| {
+                        let (tx, ty) = (&spec.tensors[x], &spec.tensors[y]);
+                        same_kind(tx, ty) && role_matches(tx, a, ty, b)
+                    })
+        };
+        let mut runs: Vec<LayerRun> = Vec::new();
+        for i in 0..n_layers {
+            match runs.last_mut() {
+                Some(r) if identical(r.start, i) => r.count += 1,
+                _ => runs.push(LayerRun { start: i, count: 1 }),
+            }
+        }
+        let mut kinds: Vec<usize> = Vec::new();
+        let layer_kind = (0..n_layers)
+            .map(|i| match kinds.iter().find(|&&k| identical(k, i)) {
+                Some(&k) => k,
+                None => {
+                    kinds.push(i);
+                    i
+                }
+            })
+            .collect();
+        let any = |c: Component| spec.tensors.iter().any(|t| t.component == c);
+        Derived {
+            params: ParamCounts::count(spec),
+            groups,
+            layer_tensors,
+            layer_block_numel,
+            largest_layer_params,
+            runs,
+            layer_kind,
+            has_position_embedding: any(Component::PositionEmbedding),
+            has_final_norm: any(Component::FinalNorm),
+            has_lm_head: any(Component::LmHead),
+        }
+    }
+}
+
+/// The linear shape of a group's tensors, if they are `nn.Linear` weights.
+pub fn group_linear(spec: &ModelSpec, g: &TensorGroup) -> Option<LinearShape> {
+    spec.tensors[g.first].linear
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(id: &str) -> ModelSpec {
+        crate::parse_config(crate::presets::find(id).unwrap().json, None).unwrap()
+    }
+
+    #[test]
+    fn llama_layers_form_one_run_and_tensors_group_by_shape() {
+        let s = spec("meta-llama__Llama-3.1-8B");
+        let d = s.derived();
+        assert_eq!(
+            d.runs,
+            vec![LayerRun {
+                start: 0,
+                count: 32
+            }]
+        );
+        // embed, q/o (4096×4096), k/v (1024×4096), gate/up, down, 2 norms + final norm (4096), lm_head.
+        assert_eq!(
+            d.groups.iter().map(|g| g.count).sum::<u64>(),
+            s.tensors.len() as u64
+        );
+        assert!(d.groups.len() <= 8, "{:?}", d.groups);
+    }
+
+    #[test]
+    fn deepseek_v3_splits_dense_and_moe_layers() {
+        let s = spec("deepseek-ai__DeepSeek-V3");
+        let d = s.derived();
+        // first_k_dense_replace = 3: layers 0–2 dense, 3–60 MoE.
+        assert_eq!(
+            d.runs,
+            vec![
+                LayerRun { start: 0, count: 3 },
+                LayerRun {
+                    start: 3,
+                    count: 58
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn gemma2_alternates_sliding_and_global_layers_of_two_kinds() {
+        let s = spec("google__gemma-2-2b");
+        let d = s.derived();
+        assert_eq!(d.runs.len(), s.layers.len());
+        assert!(d.runs.iter().all(|r| r.count == 1));
+        let kinds: Vec<usize> = (0..s.layers.len()).map(|i| i % 2).collect();
+        assert_eq!(d.layer_kind, kinds);
+    }
+
+    #[test]
+    fn role_ignores_only_the_layer_index() {
+        let t = |name: &str| TensorSpec {
+            name: name.into(),
+            component: Component::Mlp,
+            layer: None,
+            shape: vec![2, 2],
+            linear: None,
+            buffer: false,
+        };
+        assert!(role_matches(
+            &t("m.layers.1.up.weight"),
+            1,
+            &t("m.layers.12.up.weight"),
+            12
+        ));
+        assert!(!role_matches(
+            &t("m.layers.1.up.weight"),
+            1,
+            &t("m.layers.12.down.weight"),
+            12
+        ));
+        assert!(role_matches(
+            &t("h.3.mlp.c_fc.weight"),
+            3,
+            &t("h.4.mlp.c_fc.weight"),
+            4
+        ));
+    }
+}
+
+/// The cache slot inside [`ModelSpec`]: equal for all specs (it only caches what the other fields
+/// determine), cloned with its contents.
+#[derive(Clone, Debug, Default)]
+pub struct DerivedCache(std::sync::OnceLock<Derived>);
+
+impl DerivedCache {
+    /// The derived facts of `spec`, computed on the first call.
+    pub fn get_or_init(&self, spec: &ModelSpec) -> &Derived {
+        self.0.get_or_init(|| Derived::of(spec))
+    }
+}
+
+impl PartialEq for DerivedCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
