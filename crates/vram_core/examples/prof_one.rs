@@ -2,7 +2,7 @@ fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
     let p = vram_core::presets::PRESETS
         .iter()
-        .find(|p| p.id == "Qwen__Qwen3-8B")
+        .find(|p| p.id == std::env::var("P").as_deref().unwrap_or("Qwen__Qwen3-8B"))
         .unwrap();
     let spec = vram_core::parse_config(p.json, None).unwrap();
     let o = vram_core::report::DeviceOverheads::default();

@@ -39,6 +39,8 @@ pub struct Derived {
     pub params: ParamCounts,
     /// Tensor groups in order of first appearance.
     pub groups: Vec<TensorGroup>,
+    /// The groups as `(first tensor index, count)`.
+    pub group_units: Vec<(usize, u64)>,
     /// Indices of the tensors inside each layer's blocks (attention, MLP, experts, router, norms,
     /// biases), per layer of the main stack.
     pub layer_tensors: Vec<Vec<usize>>,
@@ -75,7 +77,11 @@ pub fn in_layer_blocks(c: Component) -> bool {
 }
 
 fn same_kind(a: &TensorSpec, b: &TensorSpec) -> bool {
-    a.component == b.component && a.shape == b.shape && a.linear == b.linear && a.buffer == b.buffer
+    a.component == b.component
+        && a.shape == b.shape
+        && a.linear == b.linear
+        && a.buffer == b.buffer
+        && a.name.ends_with("_bias") == b.name.ends_with("_bias")
 }
 
 /// The tensor's name with its layer index taken out (`model.layers.7.mlp.up_proj.weight` →
@@ -177,6 +183,7 @@ impl Derived {
         let any = |c: Component| spec.tensors.iter().any(|t| t.component == c);
         Derived {
             params: ParamCounts::count(spec),
+            group_units: groups.iter().map(|g| (g.first, g.count)).collect(),
             groups,
             layer_tensors,
             layer_block_numel,

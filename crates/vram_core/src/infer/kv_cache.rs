@@ -191,7 +191,8 @@ impl KvLayout {
         flash_attention: bool,
     ) -> Self {
         let tp = tensor_parallel.max(1);
-        let mut mla_storage = None;
+        // The description of the MLA storage, written once from the last MLA layer.
+        let mut last_mla: Option<crate::spec::AttentionSpec> = None;
         let layers = if spec.kind == ModelKind::EncoderOnly {
             Vec::new()
         } else {
@@ -214,12 +215,7 @@ impl KvLayout {
                     };
                     let (elements, heads) = match (a.mla, engine) {
                         (Some(m), Engine::Vllm) => {
-                            mla_storage = Some(format!(
-                                "vLLM: latent kv_lora_rank {} + rope {} = {} elements per token and layer",
-                                m.kv_lora_rank,
-                                m.qk_rope_head_dim,
-                                m.kv_lora_rank + m.qk_rope_head_dim
-                            ));
+                            last_mla = Some(a);
                             (m.kv_lora_rank.saturating_add(m.qk_rope_head_dim), 1)
                         }
                         (Some(_), Engine::Transformers) => {
@@ -228,18 +224,21 @@ impl KvLayout {
                             } else {
                                 a.v_head_dim
                             };
-                            mla_storage = Some(format!(
-                                "transformers: decompressed per-head K {}×{} and V {}×{} elements per token and layer",
-                                a.num_heads, a.head_dim, a.num_heads, v
-                            ));
-                            (a.num_heads.saturating_mul(a.head_dim.saturating_add(v)), a.num_heads)
+                            last_mla = Some(a);
+                            (
+                                a.num_heads.saturating_mul(a.head_dim.saturating_add(v)),
+                                a.num_heads,
+                            )
                         }
                         (None, _) => {
                             let heads = match engine {
                                 Engine::Vllm => (a.num_kv_heads / tp).max(1),
                                 Engine::Transformers => a.num_kv_heads,
                             };
-                            (heads.saturating_mul(a.head_dim.saturating_add(a.v_head_dim)), heads)
+                            (
+                                heads.saturating_mul(a.head_dim.saturating_add(a.v_head_dim)),
+                                heads,
+                            )
                         }
                     };
                     match a.sliding_window {
@@ -256,6 +255,28 @@ impl KvLayout {
                 })
                 .collect()
         };
+        let mla_storage = last_mla.and_then(|a| {
+            let m = a.mla?;
+            Some(match engine {
+                Engine::Vllm => format!(
+                    "vLLM: latent kv_lora_rank {} + rope {} = {} elements per token and layer",
+                    m.kv_lora_rank,
+                    m.qk_rope_head_dim,
+                    m.kv_lora_rank + m.qk_rope_head_dim
+                ),
+                Engine::Transformers => {
+                    let v = if flash_attention {
+                        a.head_dim
+                    } else {
+                        a.v_head_dim
+                    };
+                    format!(
+                        "transformers: decompressed per-head K {}×{} and V {}×{} elements per token and layer",
+                        a.num_heads, a.head_dim, a.num_heads, v
+                    )
+                }
+            })
+        });
         let cross_elements_per_token = spec
             .layers
             .iter()
@@ -314,19 +335,24 @@ impl KvLayout {
     pub fn bytes_per_token(&self) -> u64 {
         self.layers
             .iter()
-            .map(|l| match *l {
-                LayerCache::Full {
-                    elements_per_token,
-                    heads,
-                }
-                | LayerCache::Sliding {
-                    elements_per_token,
-                    heads,
-                    ..
-                } => self.token_bytes(elements_per_token, heads),
-                _ => 0,
-            })
+            .map(|l| self.layer_bytes_per_token(l))
             .fold(0, u64::saturating_add)
+    }
+
+    /// Bytes per token of one layer's cache (0 for state and cache-free layers).
+    pub fn layer_bytes_per_token(&self, l: &LayerCache) -> u64 {
+        match *l {
+            LayerCache::Full {
+                elements_per_token,
+                heads,
+            }
+            | LayerCache::Sliding {
+                elements_per_token,
+                heads,
+                ..
+            } => self.token_bytes(elements_per_token, heads),
+            _ => 0,
+        }
     }
 
     /// Bytes per token of the full-attention layers only (the part that grows without bound).

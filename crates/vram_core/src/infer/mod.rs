@@ -634,14 +634,64 @@ fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Vec<Term>)
     }
 }
 
-/// Estimates every scenario of `scenarios` for one model (a chart's points, a solver's probes).
+/// The totals of one inference estimate: what charts and solvers read. Each figure equals the
+/// [`InferEstimate`] (or [`ServingEstimate`]) field of the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct InferTotals {
+    /// [`InferEstimate::weights_bytes`].
+    pub weights_bytes: u64,
+    /// [`InferEstimate::kv_cache_bytes`].
+    pub kv_cache_bytes: u64,
+    /// [`InferEstimate::kv_bytes_per_token`].
+    pub kv_bytes_per_token: u64,
+    /// [`InferEstimate::activations_bytes`].
+    pub activations_bytes: u64,
+    /// [`InferEstimate::peak_allocated_bytes`].
+    pub peak_allocated_bytes: u64,
+    /// [`InferEstimate::device_bytes`].
+    pub device_bytes: u64,
+    /// [`ServingEstimate::kv_pool_bytes`].
+    pub kv_pool_bytes: u64,
+    /// [`ServingEstimate::shortfall_bytes`].
+    pub shortfall_bytes: u64,
+    /// [`ServingEstimate::concurrency_at_context`].
+    pub concurrency_at_context: f64,
+}
+
+impl InferTotals {
+    /// The totals of a full estimate.
+    pub fn of(e: &InferEstimate) -> Self {
+        InferTotals {
+            weights_bytes: e.weights_bytes,
+            kv_cache_bytes: e.kv_cache_bytes,
+            kv_bytes_per_token: e.kv_bytes_per_token,
+            activations_bytes: e.activations_bytes,
+            peak_allocated_bytes: e.peak_allocated_bytes,
+            device_bytes: e.device_bytes,
+            kv_pool_bytes: e.serving.kv_pool_bytes,
+            shortfall_bytes: e.serving.shortfall_bytes,
+            concurrency_at_context: e.serving.concurrency_at_context,
+        }
+    }
+}
+
+/// The totals of one inference scenario.
+pub fn inference_totals(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+) -> Result<InferTotals, ScenarioError> {
+    estimate_inference(spec, scenario, overheads).map(|e| InferTotals::of(&e))
+}
+
+/// Estimates the totals of every scenario of `scenarios` for one model (a chart's points).
 pub fn sweep(
     spec: &ModelSpec,
     scenarios: &[Scenario],
     overheads: &DeviceOverheads,
-) -> Vec<Result<InferEstimate, ScenarioError>> {
+) -> Vec<Result<InferTotals, ScenarioError>> {
     scenarios
         .iter()
-        .map(|s| estimate_inference(spec, s, overheads))
+        .map(|s| inference_totals(spec, s, overheads))
         .collect()
 }

@@ -285,14 +285,7 @@ pub fn serving(
     let per_layer: Vec<(LayerCache, u64)> = kv
         .layers
         .iter()
-        .map(|l| {
-            let one = KvLayout {
-                layers: vec![*l],
-                cross_elements_per_token: 0,
-                ..kv.clone()
-            };
-            (*l, one.bytes_per_token())
-        })
+        .map(|l| (*l, kv.layer_bytes_per_token(l)))
         .filter(|(_, b)| *b > 0)
         .collect();
     let state_per_seq = kv.state_bytes_per_sequence();

@@ -92,13 +92,12 @@ fn skip_patterns(spec: &ModelSpec) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Whether the dotted `name` starts with one of the dotted `patterns` (`*` matches any segment).
 fn matches_skip(patterns: &[Vec<String>], name: &str) -> bool {
-    let segs: Vec<&str> = name.split('.').collect();
     patterns.iter().any(|p| {
-        p.len() <= segs.len()
-            && p.iter()
-                .zip(&segs)
-                .all(|(pat, seg)| pat == "*" || pat == seg)
+        let mut segs = name.split('.');
+        p.iter()
+            .all(|pat| segs.next().is_some_and(|seg| pat == "*" || pat == seg))
     })
 }
 
@@ -212,22 +211,32 @@ pub fn weights(
         host_resident_bytes: 0,
         params_by_type: Vec::new(),
     };
-    for t in &spec.tensors {
+    // Without skip patterns the tensors of a group (same shape and role) are alike; with them the
+    // decision depends on each tensor's name.
+    let per_tensor: Vec<(usize, u64)>;
+    let units: &[(usize, u64)] = if skips.is_empty() {
+        &spec.derived().group_units
+    } else {
+        per_tensor = (0..spec.tensors.len()).map(|i| (i, 1)).collect();
+        &per_tensor
+    };
+    for &(i, count) in units {
+        let t = &spec.tensors[i];
         let n = t.numel();
         if format_quantizes(format, t) && !matches_skip(&skips, &t.name) {
             b.largest_tensor_compute_bytes = b
                 .largest_tensor_compute_bytes
                 .max(n.saturating_mul(compute.bytes()));
             let (e, out, inp) = linear_dims(spec, t);
-            b.quantized_params = b.quantized_params.saturating_add(n);
+            b.quantized_params = b.quantized_params.saturating_add(n.saturating_mul(count));
             b.quantized_bytes = b
                 .quantized_bytes
-                .saturating_add(quantized_linear_bytes(format, e, out, inp));
+                .saturating_add(quantized_linear_bytes(format, e, out, inp).saturating_mul(count));
         } else {
-            b.unquantized_params = b.unquantized_params.saturating_add(n);
+            b.unquantized_params = b.unquantized_params.saturating_add(n.saturating_mul(count));
             b.unquantized_bytes = b
                 .unquantized_bytes
-                .saturating_add(n.saturating_mul(float_bytes));
+                .saturating_add(n.saturating_mul(float_bytes).saturating_mul(count));
         }
     }
     b.total_bytes = b.quantized_bytes.saturating_add(b.unquantized_bytes);

@@ -124,6 +124,9 @@ struct Walk<'a> {
     /// Bytes of autocast cache entries of layers whose walk was reused (see [`LayerDelta`]): freed
     /// with the cache when autocast exits.
     cache_free_bytes: u64,
+    /// Replay layers of a kind already walked (off only in the test that checks replay against
+    /// the full walk).
+    replay: bool,
     autocast_copy_bytes: u64,
     /// CPU allocation semantics (`super::Counting::CpuExact`): dtype-sized dropout masks, SDPA
     /// with dropout through the math path.
@@ -928,6 +931,17 @@ pub fn profile(
     lora: Option<&LoraPlan>,
     counting: super::Counting,
 ) -> Result<ActivationProfile, ScenarioError> {
+    profile_with(spec, scenario, precision, lora, counting, true)
+}
+
+fn profile_with(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    precision: Precision,
+    lora: Option<&LoraPlan>,
+    counting: super::Counting,
+    replay: bool,
+) -> Result<ActivationProfile, ScenarioError> {
     checked_dims(spec)?;
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
@@ -961,6 +975,7 @@ pub fn profile(
         derived: spec.derived(),
         cache: Vec::new(),
         cache_free_bytes: 0,
+        replay,
         autocast_copy_bytes: 0,
         cpu: counting == super::Counting::CpuExact,
     };
@@ -1047,7 +1062,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         }
         let input = sim.state(x);
         let kind = w.derived.layer_kind.get(i).copied().unwrap_or(i);
-        let replay = seen.iter().find(|(k, d)| {
+        let replay = seen.iter().filter(|_| w.replay).find(|(k, d)| {
             *k == kind && d.input == input && lora_kind.get(d.layer) == lora_kind.get(i)
         });
         let before = sim.saved_bytes();
@@ -1171,5 +1186,71 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         layers_kept_bytes: kept,
         inputs_bytes: t * 8,
         labels_saved_bytes: if logits_bytes > 0 { t * 8 } else { 0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Dtype, Lora, LoraTargets, MixedPrecision};
+
+    /// Replaying a layer kind's recorded effect gives exactly the profile of walking every layer,
+    /// for every bundled model and the precision, attention, checkpointing and LoRA variants.
+    #[test]
+    fn replayed_layers_give_the_same_profile_as_walking_every_layer() {
+        let variants = [
+            Scenario::default(),
+            Scenario {
+                attention: AttentionImpl::Eager,
+                grad_checkpointing: true,
+                batch: 2,
+                seq_len: 64,
+                ..Scenario::default()
+            },
+            Scenario {
+                dtype: Dtype::Bf16,
+                mixed_precision: MixedPrecision::None,
+                lora: Some(Lora {
+                    r: 8,
+                    alpha: 16,
+                    targets: LoraTargets::AllLinear,
+                    base_quant: BaseQuant::Nf4,
+                }),
+                ..Scenario::default()
+            },
+            Scenario {
+                lora: Some(Lora {
+                    r: 4,
+                    alpha: 8,
+                    targets: LoraTargets::Modules(vec!["layers.1.self_attn.q_proj".into()]),
+                    base_quant: BaseQuant::None,
+                }),
+                ..Scenario::default()
+            },
+        ];
+        let mut compared = 0;
+        for preset in crate::presets::PRESETS {
+            let spec = crate::parse_config(preset.json, None).unwrap();
+            for s in &variants {
+                let precision = Precision::of(s);
+                let plan = match &s.lora {
+                    Some(l) => match super::super::lora::plan(&spec, l) {
+                        Ok(p) => Some(p),
+                        Err(_) => continue,
+                    },
+                    None => None,
+                };
+                for counting in [
+                    super::super::Counting::Cuda,
+                    super::super::Counting::CpuExact,
+                ] {
+                    let fast = profile_with(&spec, s, precision, plan.as_ref(), counting, true);
+                    let full = profile_with(&spec, s, precision, plan.as_ref(), counting, false);
+                    assert_eq!(fast, full, "{} {s:?}", preset.id);
+                    compared += usize::from(fast.is_ok());
+                }
+            }
+        }
+        assert!(compared > 100, "{compared}");
     }
 }

@@ -119,35 +119,90 @@ pub fn estimate_training(
     estimate_training_counting(spec, scenario, overheads, Counting::Cuda)
 }
 
-/// Estimates one training step with the allocation semantics of `counting` (see [`Counting`]);
-/// `Counting::CpuExact` predicts `vram measure --device cpu` and is what docs/accuracy.md compares
-/// the CPU measurements with.
-pub fn estimate_training_counting(
+/// The part of a training estimate that does not depend on batch, sequence, attention or
+/// checkpointing: a sweep over those computes it once.
+struct PersistentPart {
+    precision: persistent::Precision,
+    plan: Option<lora::LoraPlan>,
+    pers: persistent::Persistent,
+    shard: zero::Sharded,
+    temp: u64,
+}
+
+impl PersistentPart {
+    fn of(spec: &ModelSpec, scenario: &Scenario) -> Result<Self, ScenarioError> {
+        let precision = persistent::Precision::of(scenario);
+        let plan = match &scenario.lora {
+            Some(l) => Some(lora::plan(spec, l)?),
+            None => None,
+        };
+        let pers = persistent::persistent(spec, scenario, precision, plan.as_ref());
+        let shard = zero::shard(spec, scenario, precision, &pers);
+        let temp = if shard.optimizer_on_gpu {
+            let t = persistent::optimizer_temp_bytes(
+                scenario.optimizer,
+                &pers,
+                precision.deepspeed_master,
+            );
+            if scenario.zero.0 >= 1 {
+                t / scenario.gpus.max(1)
+            } else {
+                t
+            }
+        } else {
+            0
+        };
+        Ok(PersistentPart {
+            precision,
+            plan,
+            pers,
+            shard,
+            temp,
+        })
+    }
+
+    /// Whether `a` and `b` give the same persistent part.
+    fn shared_by(a: &Scenario, b: &Scenario) -> bool {
+        a.dtype == b.dtype
+            && a.mixed_precision == b.mixed_precision
+            && a.optimizer == b.optimizer
+            && a.lora == b.lora
+            && a.gpus == b.gpus
+            && a.zero == b.zero
+            && a.offload_optimizer == b.offload_optimizer
+            && a.offload_params == b.offload_params
+    }
+}
+
+/// The figures of a training estimate, before they are explained.
+struct Computed {
+    prof: activations::ActivationProfile,
+    figures: [phases::PhaseFigure; 7],
+    peak_phase: &'static str,
+    peak: u64,
+    persistent_reserved: u64,
+    transient: u64,
+    groups: u64,
+    peak_reserved: u64,
+    device: u64,
+}
+
+fn compute(
     spec: &ModelSpec,
     scenario: &Scenario,
     overheads: &DeviceOverheads,
     counting: Counting,
-) -> Result<TrainEstimate, ScenarioError> {
-    scenario.validate()?;
-    let precision = persistent::Precision::of(scenario);
-    let plan = match &scenario.lora {
-        Some(l) => Some(lora::plan(spec, l)?),
-        None => None,
-    };
-    let pers = persistent::persistent(spec, scenario, precision, plan.as_ref());
-    let shard = zero::shard(spec, scenario, precision, &pers);
+    part: &PersistentPart,
+) -> Result<Computed, ScenarioError> {
+    let PersistentPart {
+        precision,
+        plan,
+        pers,
+        shard,
+        temp,
+    } = part;
+    let (precision, temp) = (*precision, *temp);
     let prof = activations::profile(spec, scenario, precision, plan.as_ref(), counting)?;
-    let temp = if shard.optimizer_on_gpu {
-        let t =
-            persistent::optimizer_temp_bytes(scenario.optimizer, &pers, precision.deepspeed_master);
-        if scenario.zero.0 >= 1 {
-            t / scenario.gpus.max(1)
-        } else {
-            t
-        }
-    } else {
-        0
-    };
     let head_is_tied = spec.tie_word_embeddings || !spec.derived().has_lm_head;
     let full = plan.is_none();
     let vh = spec.vocab_size.saturating_mul(spec.hidden_size);
@@ -217,19 +272,16 @@ pub fn estimate_training_counting(
         grad_scale_num: shard.gradients_bytes,
         grad_scale_den: pers.gradients_bytes.max(1),
     };
-    let phases = phases::phases(&prof, &inputs);
+    let figures = phases::phase_figures(&prof, &inputs);
     // The headline leaves out `load`: its peak holds the random-initialisation transient of
     // `from_config` (the untied lm_head) that loading a checkpoint does not allocate, and without
     // it the load phase never exceeds the step phases (docs/measure-report.md defines
     // `measured.peak_allocated_bytes` the same way).
-    let (peak_phase, peak) = phases
+    let (peak_phase, peak) = figures
         .iter()
         .filter(|p| p.name != "load")
-        .map(|p| (p.name.clone(), p.peak_allocated_bytes))
-        .fold(
-            (String::new(), 0u64),
-            |acc, x| if x.1 > acc.1 { x } else { acc },
-        );
+        .map(|p| (p.name, p.peak_allocated_bytes))
+        .fold(("", 0u64), |acc, x| if x.1 > acc.1 { x } else { acc });
     // reserved: persistent tensors rounded one by one + the transient part at the peak.
     let n = scenario.gpus.max(1);
     let persistent_sizes = pers.tensors.iter().flat_map(|t| {
@@ -268,6 +320,52 @@ pub fn estimate_training_counting(
     let device = peak_reserved
         .saturating_add(overheads.cuda_context_bytes)
         .saturating_add(overheads.workspace_bytes);
+
+    Ok(Computed {
+        prof,
+        figures,
+        peak_phase,
+        peak,
+        persistent_reserved,
+        transient,
+        groups,
+        peak_reserved,
+        device,
+    })
+}
+
+/// Estimates one training step with the allocation semantics of `counting` (see [`Counting`]);
+/// `Counting::CpuExact` predicts `vram measure --device cpu` and is what docs/accuracy.md compares
+/// the CPU measurements with.
+pub fn estimate_training_counting(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    counting: Counting,
+) -> Result<TrainEstimate, ScenarioError> {
+    scenario.validate()?;
+    let part = PersistentPart::of(spec, scenario)?;
+    let Computed {
+        prof,
+        figures,
+        peak_phase,
+        peak,
+        persistent_reserved,
+        transient,
+        groups,
+        peak_reserved,
+        device,
+    } = compute(spec, scenario, overheads, counting, &part)?;
+    let PersistentPart {
+        precision,
+        plan,
+        pers,
+        shard,
+        temp,
+    } = part;
+    let n = scenario.gpus.max(1);
+    let phases = phases::named(&figures);
+    let peak_phase = peak_phase.to_string();
 
     // ---- explanations ----
     let mut terms = Vec::new();
@@ -482,14 +580,123 @@ pub fn estimate_training_counting(
     })
 }
 
-/// Estimates every scenario of `scenarios` for one model (a chart's points, a solver's probes).
+/// The totals of one training estimate without its explanations (no formulas, no named phases):
+/// what charts, solvers, the make-it-fit search and the planner read. Each figure equals the
+/// [`TrainEstimate`] field of the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TrainTotals {
+    /// [`TrainEstimate::weights_bytes`].
+    pub weights_bytes: u64,
+    /// [`TrainEstimate::gradients_bytes`].
+    pub gradients_bytes: u64,
+    /// [`TrainEstimate::optimizer_bytes`].
+    pub optimizer_bytes: u64,
+    /// [`TrainEstimate::activations_bytes`].
+    pub activations_bytes: u64,
+    /// [`TrainEstimate::optimizer_temp_bytes`].
+    pub optimizer_temp_bytes: u64,
+    /// [`TrainEstimate::buffers_bytes`].
+    pub buffers_bytes: u64,
+    /// [`TrainEstimate::peak_allocated_bytes`].
+    pub peak_allocated_bytes: u64,
+    /// [`TrainEstimate::peak_phase`].
+    pub peak_phase: &'static str,
+    /// [`TrainEstimate::peak_reserved_bytes`].
+    pub peak_reserved_bytes: u64,
+    /// [`TrainEstimate::device_bytes`].
+    pub device_bytes: u64,
+    /// [`TrainEstimate::cpu_offload_bytes`].
+    pub cpu_offload_bytes: u64,
+    /// [`TrainEstimate::trainable_params`].
+    pub trainable_params: u64,
+}
+
+fn totals(part: &PersistentPart, c: &Computed) -> TrainTotals {
+    TrainTotals {
+        weights_bytes: part.shard.weights_bytes,
+        gradients_bytes: part.shard.gradients_bytes,
+        optimizer_bytes: part.shard.optimizer_bytes,
+        activations_bytes: c.prof.forward_end_bytes,
+        optimizer_temp_bytes: part.temp,
+        buffers_bytes: part.shard.buffers_bytes,
+        peak_allocated_bytes: c.peak,
+        peak_phase: c.peak_phase,
+        peak_reserved_bytes: c.peak_reserved,
+        device_bytes: c.device,
+        cpu_offload_bytes: part.shard.cpu_offload_bytes,
+        trainable_params: part.pers.trainable_params,
+    }
+}
+
+/// The totals of one training step on a CUDA device ([`estimate_training`] without explanations).
+pub fn training_totals(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+) -> Result<TrainTotals, ScenarioError> {
+    scenario.validate()?;
+    let part = PersistentPart::of(spec, scenario)?;
+    let c = compute(spec, scenario, overheads, Counting::Cuda, &part)?;
+    Ok(totals(&part, &c))
+}
+
+/// Totals of scenarios that differ from one base scenario only in batch, sequence, attention,
+/// checkpointing or accumulation, with the persistent part computed once: a solver's probes.
+pub struct Prober<'a> {
+    spec: &'a ModelSpec,
+    overheads: &'a DeviceOverheads,
+    base: &'a Scenario,
+    part: Result<PersistentPart, ScenarioError>,
+}
+
+impl<'a> Prober<'a> {
+    /// A prober around `base`.
+    pub fn new(spec: &'a ModelSpec, base: &'a Scenario, overheads: &'a DeviceOverheads) -> Self {
+        let part = base
+            .validate()
+            .and_then(|()| PersistentPart::of(spec, base));
+        Prober {
+            spec,
+            overheads,
+            base,
+            part,
+        }
+    }
+
+    /// The totals of `scenario` (equal to [`training_totals`]).
+    pub fn totals(&self, scenario: &Scenario) -> Result<TrainTotals, ScenarioError> {
+        if !PersistentPart::shared_by(self.base, scenario) {
+            return training_totals(self.spec, scenario, self.overheads);
+        }
+        scenario.validate()?;
+        let part = self.part.as_ref().map_err(Clone::clone)?;
+        let c = compute(self.spec, scenario, self.overheads, Counting::Cuda, part)?;
+        Ok(totals(part, &c))
+    }
+}
+
+/// Estimates the totals of every scenario of `scenarios` for one model (a chart's points, a
+/// solver's probes, the make-it-fit candidates). Consecutive scenarios that differ only in batch,
+/// sequence, attention, checkpointing or accumulation share the persistent part (LoRA plan,
+/// weights, gradients, optimizer states, ZeRO sharding), computed once.
 pub fn sweep(
     spec: &ModelSpec,
     scenarios: &[Scenario],
     overheads: &DeviceOverheads,
-) -> Vec<Result<TrainEstimate, ScenarioError>> {
+) -> Vec<Result<TrainTotals, ScenarioError>> {
+    let mut last: Option<(&Scenario, PersistentPart)> = None;
     scenarios
         .iter()
-        .map(|s| estimate_training(spec, s, overheads))
+        .map(|s| {
+            s.validate()?;
+            let (_, part) = match last.take() {
+                Some((prev, part)) if PersistentPart::shared_by(prev, s) => {
+                    last.insert((prev, part))
+                }
+                _ => last.insert((s, PersistentPart::of(spec, s)?)),
+            };
+            let c = compute(spec, s, overheads, Counting::Cuda, part)?;
+            Ok(totals(part, &c))
+        })
         .collect()
 }

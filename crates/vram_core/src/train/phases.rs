@@ -117,25 +117,45 @@ pub fn backward_end_extra(prof: &ActivationProfile) -> u64 {
     prof.inputs_bytes
 }
 
-/// The seven phases.
-pub fn phases(prof: &ActivationProfile, inp: &PhaseInputs) -> Vec<Phase> {
+/// One phase's figures, without heap data: what solvers and sweeps read. [`phases`] turns them
+/// into the named [`Phase`]s of the JSON document.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseFigure {
+    /// `load`, `forward`, `backward`, `optimizer`, `forward_2`, `backward_2`, `optimizer_2`.
+    pub name: &'static str,
+    /// Tensor bytes live when the phase ends.
+    pub allocated_bytes: u64,
+    /// Highest tensor bytes during the phase.
+    pub peak_allocated_bytes: u64,
+    /// What is live at the peak, by component key (`""` marks an unused slot).
+    pub components: [(&'static str, u64); 4],
+}
+
+/// The seven phases' figures.
+pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigure; 7] {
     let w = inp.weights_bytes.saturating_add(inp.buffers_bytes);
     let g = inp.gradients_bytes;
     let s = inp.optimizer_bytes;
     let load_states = if inp.states_at_init { s } else { 0 };
-    let mut out = vec![Phase {
-        name: "load".into(),
+    let mut out = [PhaseFigure::default(); 7];
+    out[0] = PhaseFigure {
+        name: "load",
         allocated_bytes: w + load_states,
         peak_allocated_bytes: w + load_states + inp.load_transient_bytes,
-        components: vec![
-            ("weights".into(), inp.weights_bytes),
-            ("buffers".into(), inp.buffers_bytes),
-            ("optimizer".into(), load_states),
+        components: [
+            ("weights", inp.weights_bytes),
+            ("buffers", inp.buffers_bytes),
+            ("optimizer", load_states),
+            ("", 0),
         ],
-    }];
-    for step in 1..=2u32 {
+    };
+    for step in 1..=2usize {
         let first = step == 1;
-        let suffix = if first { "" } else { "_2" };
+        let names = if first {
+            ["forward", "backward", "optimizer"]
+        } else {
+            ["forward_2", "backward_2", "optimizer_2"]
+        };
         let states = if first && !inp.states_at_init { 0 } else { s };
         // gradient accumulation: the second micro-batch runs with the gradients already allocated.
         let grads_live = if !first && inp.grad_accumulation > 1 {
@@ -146,48 +166,69 @@ pub fn phases(prof: &ActivationProfile, inp: &PhaseInputs) -> Vec<Phase> {
         let extra = backward_end_extra(prof);
         // the input ids exist from step 1's forward on; the simulated forward accounts for them.
         let base = w + states + grads_live;
-        out.push(Phase {
-            name: format!("forward{suffix}"),
+        let at = 1 + (step - 1) * 3;
+        out[at] = PhaseFigure {
+            name: names[0],
             allocated_bytes: base + prof.forward_end_bytes,
             peak_allocated_bytes: base + prof.forward_peak_bytes,
-            components: vec![
-                ("weights".into(), inp.weights_bytes),
-                ("optimizer".into(), states),
-                ("gradients".into(), grads_live),
-                ("activations".into(), prof.forward_end_bytes),
+            components: [
+                ("weights", inp.weights_bytes),
+                ("optimizer", states),
+                ("gradients", grads_live),
+                ("activations", prof.forward_end_bytes),
             ],
-        });
+        };
         let bwd_peak = w + states + backward_peak(prof, inp, grads_live);
-        out.push(Phase {
-            name: format!("backward{suffix}"),
+        out[at + 1] = PhaseFigure {
+            name: names[1],
             allocated_bytes: w + states + g + extra,
             peak_allocated_bytes: bwd_peak.max(w + states + g + extra),
-            components: vec![
-                ("weights".into(), inp.weights_bytes),
-                ("optimizer".into(), states),
-                ("gradients".into(), g),
-                (
-                    "activations".into(),
-                    bwd_peak.saturating_sub(w + states + g),
-                ),
+            components: [
+                ("weights", inp.weights_bytes),
+                ("optimizer", states),
+                ("gradients", g),
+                ("activations", bwd_peak.saturating_sub(w + states + g)),
             ],
-        });
+        };
         let opt_start = w + g + extra + states;
         let opt_peak = w + g + extra + s + inp.optimizer_temp_bytes;
         // zero_grad(set_to_none=True) at the end of the phase frees the gradients (kept while
         // accumulating micro-batches).
         let g_after = if inp.grad_accumulation > 1 { g } else { 0 };
-        out.push(Phase {
-            name: format!("optimizer{suffix}"),
+        out[at + 2] = PhaseFigure {
+            name: names[2],
             allocated_bytes: w + g_after + extra + s,
             peak_allocated_bytes: opt_peak.max(opt_start),
-            components: vec![
-                ("weights".into(), inp.weights_bytes),
-                ("gradients".into(), g),
-                ("optimizer".into(), s),
-                ("optimizer_temp".into(), inp.optimizer_temp_bytes),
+            components: [
+                ("weights", inp.weights_bytes),
+                ("gradients", g),
+                ("optimizer", s),
+                ("optimizer_temp", inp.optimizer_temp_bytes),
             ],
-        });
+        };
     }
     out
+}
+
+/// The seven phases, named and with their components, as `vram measure` reports them.
+pub fn phases(prof: &ActivationProfile, inp: &PhaseInputs) -> Vec<Phase> {
+    named(&phase_figures(prof, inp))
+}
+
+/// The [`Phase`]s of figures.
+pub fn named(figures: &[PhaseFigure]) -> Vec<Phase> {
+    figures
+        .iter()
+        .map(|f| Phase {
+            name: f.name.into(),
+            allocated_bytes: f.allocated_bytes,
+            peak_allocated_bytes: f.peak_allocated_bytes,
+            components: f
+                .components
+                .iter()
+                .filter(|(k, _)| !k.is_empty())
+                .map(|&(k, b)| (k.to_string(), b))
+                .collect(),
+        })
+        .collect()
 }

@@ -1,8 +1,8 @@
 //! Solvers: the largest micro-batch and the largest sequence length whose estimate fits a budget.
-//! Binary search over [`super::estimate_training`], which is monotone in batch and sequence length
+//! Binary search over [`super::training_totals`] (the estimate without explanations), which is monotone in batch and sequence length
 //! (property-tested in `tests/train_props.rs`).
 
-use super::estimate_training;
+use super::Prober;
 use crate::report::DeviceOverheads;
 use crate::scenario::{Scenario, MAX_SCENARIO_VALUE};
 use crate::spec::ModelSpec;
@@ -30,8 +30,8 @@ pub struct Budget {
     pub kind: BudgetKind,
 }
 
-fn fits(spec: &ModelSpec, s: &Scenario, o: &DeviceOverheads, b: Budget) -> bool {
-    match estimate_training(spec, s, o) {
+fn fits(prober: &Prober<'_>, s: &Scenario, b: Budget) -> bool {
+    match prober.totals(s) {
         Ok(e) => {
             let v = match b.kind {
                 BudgetKind::Allocated => e.peak_allocated_bytes,
@@ -72,14 +72,14 @@ pub fn max_batch(
     budget: Budget,
     limit: u64,
 ) -> Option<u64> {
+    let prober = Prober::new(spec, scenario, overheads);
     largest(limit.min(MAX_SCENARIO_VALUE), |b| {
         fits(
-            spec,
+            &prober,
             &Scenario {
                 batch: b,
                 ..scenario.clone()
             },
-            overheads,
             budget,
         )
     })
@@ -93,14 +93,14 @@ pub fn max_seq_len(
     budget: Budget,
     limit: u64,
 ) -> Option<u64> {
+    let prober = Prober::new(spec, scenario, overheads);
     largest(limit.min(MAX_SCENARIO_VALUE), |s| {
         fits(
-            spec,
+            &prober,
             &Scenario {
                 seq_len: s,
                 ..scenario.clone()
             },
-            overheads,
             budget,
         )
     })
