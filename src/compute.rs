@@ -194,10 +194,19 @@ fn overheads() -> DeviceOverheads {
     DeviceOverheads::default()
 }
 
+/// The device total of one training scenario (the core's totals, without explanations).
 fn train_device(spec: &ModelSpec, s: &Scenario) -> Option<u64> {
-    train::estimate_training(spec, s, &overheads())
+    train::training_totals(spec, s, &overheads())
         .ok()
         .map(|e| e.device_bytes)
+}
+
+/// `(x, device total)` for every scenario of a sweep that the core estimates.
+fn train_device_sweep(spec: &ModelSpec, xs: &[u64], scenarios: &[Scenario]) -> Vec<(u64, u64)> {
+    xs.iter()
+        .zip(train::sweep(spec, scenarios, &overheads()))
+        .filter_map(|(&x, t)| t.ok().map(|t| (x, t.device_bytes)))
+        .collect()
 }
 
 fn infer_fits_bytes(spec: &ModelSpec, s: &Scenario) -> Option<(u64, Verdict)> {
@@ -581,19 +590,14 @@ pub fn train_batch_sweep(
 ) -> Sweep {
     let top = max_batch.map_or(16, |m| (m * 2).max(16));
     let xs = powers_of_two(1, top, 9);
-    let points = xs
+    let scenarios: Vec<Scenario> = xs
         .iter()
-        .filter_map(|&b| {
-            train_device(
-                spec,
-                &Scenario {
-                    batch: b,
-                    ..s.clone()
-                },
-            )
-            .map(|d| (b, d))
+        .map(|&b| Scenario {
+            batch: b,
+            ..s.clone()
         })
         .collect();
+    let points = train_device_sweep(spec, &xs, &scenarios);
     Sweep {
         series: vec![Series {
             name: String::new(),
@@ -616,22 +620,19 @@ pub fn train_seq_sweep(
     let series = [AttentionImpl::Eager, AttentionImpl::Sdpa]
         .into_iter()
         .zip(names)
-        .map(|(attention, name)| Series {
-            name: name.to_string(),
-            points: xs
+        .map(|(attention, name)| {
+            let scenarios: Vec<Scenario> = xs
                 .iter()
-                .filter_map(|&x| {
-                    train_device(
-                        spec,
-                        &Scenario {
-                            seq_len: x,
-                            attention,
-                            ..s.clone()
-                        },
-                    )
-                    .map(|d| (x, d))
+                .map(|&x| Scenario {
+                    seq_len: x,
+                    attention,
+                    ..s.clone()
                 })
-                .collect(),
+                .collect();
+            Series {
+                name: name.to_string(),
+                points: train_device_sweep(spec, &xs, &scenarios),
+            }
         })
         .collect();
     Sweep {

@@ -5,6 +5,7 @@ use vram_core::scenario::Scenario;
 
 /// A benchmarked config: name, text, and the published parameter count it must resolve to (so a
 /// benchmark never times a wrong answer).
+#[allow(dead_code)]
 pub struct Fixture {
     pub name: &'static str,
     pub json: &'static str,

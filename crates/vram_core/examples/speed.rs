@@ -42,8 +42,12 @@ fn main() {
     let mut rows: Vec<(String, Vec<String>)> = vec![
         ("`serde_json::from_str::<Value>` (reference)".into(), vec![]),
         ("`parse_config`".into(), vec![]),
-        ("training estimate".into(), vec![]),
-        ("inference estimate".into(), vec![]),
+        (
+            "training estimate (JSON document: phases, formulas)".into(),
+            vec![],
+        ),
+        ("training totals (`train::training_totals`)".into(), vec![]),
+        ("inference estimate (JSON document)".into(), vec![]),
         (
             format!(
                 "{}-point training sweep (batch 1..={})",
@@ -76,6 +80,9 @@ fn main() {
         let train = mean_us(calls, || {
             black_box(vram_core::train::estimate_training(&spec, black_box(&train_s), &o).ok());
         });
+        let totals = mean_us(calls, || {
+            black_box(vram_core::train::training_totals(&spec, black_box(&train_s), &o).ok());
+        });
         let infer = mean_us(calls, || {
             black_box(vram_core::infer::estimate_inference(&spec, black_box(&infer_s), &o).ok());
         });
@@ -105,10 +112,15 @@ fn main() {
                 format!("{t:.1} µs ({:.1}×)", t / reference)
             }
         };
-        for (row, t) in
-            rows.iter_mut()
-                .zip([reference, parse, train, infer, train_sweep, infer_sweep])
-        {
+        for (row, t) in rows.iter_mut().zip([
+            reference,
+            parse,
+            train,
+            totals,
+            infer,
+            train_sweep,
+            infer_sweep,
+        ]) {
             row.1.push(cell(t));
         }
     }
