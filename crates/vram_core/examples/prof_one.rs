@@ -13,7 +13,7 @@ fn main() {
             }
             "infer" => {
                 std::hint::black_box(
-                    vram_core::infer::estimate_inference(
+                    vram_core::infer::inference_totals(
                         &spec,
                         &vram_core::Scenario::inference(),
                         &o,

@@ -16,6 +16,41 @@ pub struct Term {
     pub source: String,
 }
 
+/// The explained terms of an estimate, built only when a person or the JSON document asks for
+/// them: solvers, sweeps and charts read the totals and skip every formula.
+#[derive(Debug, Default)]
+pub struct Terms {
+    explain: bool,
+    list: Vec<Term>,
+}
+
+impl Terms {
+    /// Terms that are built (`explain`) or skipped.
+    pub fn new(explain: bool) -> Self {
+        Terms {
+            explain,
+            list: Vec::new(),
+        }
+    }
+
+    /// Whether terms are built.
+    pub fn explain(&self) -> bool {
+        self.explain
+    }
+
+    /// Adds the term `make` builds, when explaining.
+    pub fn add(&mut self, make: impl FnOnce() -> Term) {
+        if self.explain {
+            self.list.push(make());
+        }
+    }
+
+    /// The terms built.
+    pub fn into_vec(self) -> Vec<Term> {
+        self.list
+    }
+}
+
 /// Memory during one phase of a step, as `vram measure` reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Phase {

@@ -270,29 +270,32 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
 /// The peak of one forward over the main stack (the decoder, or bert's encoder).
 pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
     let mut p = ForwardPeak::default();
-    let layers: Vec<&LayerSpec> = if spec.kind == ModelKind::EncoderDecoder {
-        spec.encoder_layers
-            .iter()
-            .chain(spec.layers.iter())
-            .collect()
+    let encoder: &[LayerSpec] = if spec.kind == ModelKind::EncoderDecoder {
+        &spec.encoder_layers
     } else {
-        spec.layers.iter().collect()
+        &[]
     };
     let hidden = s
         .t()
         .saturating_mul(spec.hidden_size)
         .saturating_mul(s.act_bytes);
+    let positions = learned_positions(spec);
     let mut best = 0u64;
-    for (i, layer) in layers.iter().enumerate() {
-        let (attn, scores, repeat) = attention_bytes(spec, layer, s);
-        let (ffn, routing) = ffn_bytes(spec, layer, s);
+    // Layers of one spec cost the same: each distinct one is computed once (a handful per model).
+    let mut seen: Vec<(&LayerSpec, (u64, u64, u64), (u64, u64))> = Vec::new();
+    for (i, layer) in encoder.iter().chain(spec.layers.iter()).enumerate() {
+        let ((attn, scores, repeat), (ffn, routing)) = match seen.iter().find(|e| e.0 == layer) {
+            Some(e) => (e.1, e.2),
+            None => {
+                let a = attention_bytes(spec, layer, s);
+                let f = ffn_bytes(spec, layer, s);
+                seen.push((layer, a, f));
+                (a, f)
+            }
+        };
         let layer_bytes = attn.max(ffn);
         // Layer 0's input is `inputs_embeds` itself, except where positions are added into a copy.
-        let input = if i > 0 || learned_positions(spec) {
-            hidden
-        } else {
-            0
-        };
+        let input = if i > 0 || positions { hidden } else { 0 };
         if layer_bytes.saturating_add(input) > best {
             best = layer_bytes.saturating_add(input);
             p.layer_bytes = layer_bytes;

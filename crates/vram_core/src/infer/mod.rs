@@ -18,7 +18,7 @@ pub mod vllm;
 pub mod weights;
 
 use crate::error::ScenarioError;
-use crate::report::{DeviceOverheads, Phase, Term};
+use crate::report::{DeviceOverheads, Phase, Term, Terms};
 use crate::scenario::{AttentionImpl, Dtype, Engine, Scenario};
 use crate::spec::{ModelKind, ModelSpec};
 use crate::units::group_thousands;
@@ -135,6 +135,17 @@ pub fn estimate_inference(
     scenario: &Scenario,
     overheads: &DeviceOverheads,
 ) -> Result<InferEstimate, ScenarioError> {
+    estimate_inference_explained(spec, scenario, overheads, true)
+}
+
+/// [`estimate_inference`]; without `explain` the terms, notes, phases and descriptions are left
+/// empty (the figures are the same).
+fn estimate_inference_explained(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    explain: bool,
+) -> Result<InferEstimate, ScenarioError> {
     scenario.validate()?;
     vllm::validate(&scenario.serving)?;
     let (format, compute, format_source, format_note) = resolve_format(spec, scenario)?;
@@ -157,7 +168,15 @@ pub fn estimate_inference(
         tp,
         flash,
     );
-    let serving = vllm::serving(spec, &scenario.serving, &w, &vllm_layout, compute, s);
+    let serving = vllm::serving(
+        spec,
+        &scenario.serving,
+        &w,
+        &vllm_layout,
+        compute,
+        s,
+        explain,
+    );
 
     let layout = match scenario.engine {
         Engine::Vllm => vllm_layout.clone(),
@@ -166,35 +185,49 @@ pub fn estimate_inference(
         }
     };
     let kv_steady = layout.bytes(b, s, encoder_tokens, Moment::Steady);
-    let mut terms = vec![weights::weights_term(&format, &w, compute)];
-    let (full, sliding, state) = layout.layer_counts();
-    terms.push(kv_term(
-        &layout,
-        b,
-        s,
-        encoder_tokens,
-        kv_steady,
-        (full, sliding, state),
-    ));
+    let mut terms = Terms::new(explain);
+    terms.add(|| weights::weights_term(&format, &w, compute));
+    terms.add(|| {
+        let (full, sliding, state) = layout.layer_counts();
+        kv_term(
+            &layout,
+            b,
+            s,
+            encoder_tokens,
+            kv_steady,
+            (full, sliding, state),
+        )
+    });
 
-    if matches!(format, WeightFormat::Mxfp4) && scenario.engine == Engine::Transformers {
-        notes.push("transformers keeps MXFP4 experts packed only with the triton kernels (Hopper and newer); otherwise it dequantizes them to bf16 on load".into());
-    }
-    if let WeightFormat::Gguf { .. } = format {
-        notes.push(format!(
+    if explain {
+        if matches!(format, WeightFormat::Mxfp4) && scenario.engine == Engine::Transformers {
+            notes.push("transformers keeps MXFP4 experts packed only with the triton kernels (Hopper and newer); otherwise it dequantizes them to bf16 on load".into());
+        }
+        if let WeightFormat::Gguf { .. } = format {
+            notes.push(format!(
             "GGUF sizes are the file's tensor data as llama.cpp loads it; llama.cpp keeps token_embd ({} B) in host memory",
             group_thousands(w.host_resident_bytes)
         ));
+        }
+        if spec.kind == ModelKind::EncoderOnly {
+            notes.push("encoder-only model: no KV cache; prefill is one forward pass".into());
+        }
     }
-    if spec.kind == ModelKind::EncoderOnly {
-        notes.push("encoder-only model: no KV cache; prefill is one forward pass".into());
-    }
-
     let sliding_desc = match scenario.engine {
         Engine::Transformers => "DynamicSlidingWindowLayer keeps a view of the last window − 1 tokens: after prefill the storage of all prompt tokens stays alive, from the first decode step min(tokens + 1, window)".to_string(),
         Engine::Vllm => format!("pages outside the window are freed: at most ⌈(window − 1)/{}⌉ + 1 pages per sequence", layout.block_size.unwrap_or(16)),
     };
-    let profile = EngineProfile {
+    let profile = if !explain {
+        EngineProfile {
+            engine: scenario.engine,
+            description: String::new(),
+            kv_dtype,
+            block_size: layout.block_size,
+            sliding_window_cache: String::new(),
+            mla_cache: None,
+        }
+    } else {
+        EngineProfile {
         engine: scenario.engine,
         description: match scenario.engine {
             Engine::Transformers => format!(
@@ -210,6 +243,7 @@ pub fn estimate_inference(
         block_size: layout.block_size,
         sliding_window_cache: sliding_desc,
         mla_cache: layout.mla_storage.clone(),
+    }
     };
 
     let est = match scenario.engine {
@@ -245,7 +279,7 @@ pub fn estimate_inference(
         peak_allocated_bytes: est.peak,
         device_bytes: est.device,
         phases: est.phases,
-        terms,
+        terms: terms.into_vec(),
         serving,
         notes,
     })
@@ -330,7 +364,7 @@ fn transformers_phases(
     layout: &KvLayout,
     encoder_tokens: u64,
     overheads: &DeviceOverheads,
-    terms: &mut Vec<Term>,
+    terms: &mut Terms,
 ) -> PhaseTotals {
     let b = scenario.batch;
     let s = scenario.seq_len;
@@ -435,7 +469,7 @@ fn transformers_phases(
         .saturating_add(overheads.cuda_context_bytes)
         .saturating_add(overheads.workspace_bytes);
 
-    terms.push(Term {
+    terms.add(|| Term {
         key: "activations".into(),
         bytes: prefill_act,
         formula: format!(
@@ -457,7 +491,7 @@ fn transformers_phases(
         source: "transformers 5 modeling_*.py forward without grad (inputs_embeds and the layer's input held by the callers, residual + normed input, gated MLP act·up 3I, eager: rotated q + repeat_kv copies + scores); generate's fp32 logits copy; docs/formulas/inference.md".into(),
     });
     if fwd.eager_scores_bytes > 0 {
-        terms.push(Term {
+        terms.add(|| Term {
             key: "eager_scores".into(),
             bytes: fwd.eager_scores_bytes,
             formula: format!(
@@ -482,7 +516,7 @@ fn transformers_phases(
         });
     }
     if fwd.moe_routing_bytes > 0 {
-        terms.push(Term {
+        terms.add(|| Term {
             key: "moe_routing".into(),
             bytes: fwd.moe_routing_bytes,
             formula: format!(
@@ -492,7 +526,7 @@ fn transformers_phases(
             source: "transformers 5 MoE experts loop (one_hot(top_k_index).permute)".into(),
         });
     }
-    terms.push(Term {
+    terms.add(|| Term {
         key: "logits".into(),
         bytes: fwd.logits_bytes,
         formula: format!(
@@ -509,7 +543,7 @@ fn transformers_phases(
             "transformers *ForCausalLM.forward(logits_to_keep): lm_head on the kept positions only"
                 .into(),
     });
-    terms.push(Term {
+    terms.add(|| Term {
         key: "decode_transient".into(),
         bytes: cat_copy.max(dequant),
         formula: format!(
@@ -526,7 +560,7 @@ fn transformers_phases(
         ),
         source: "transformers cache_utils DynamicLayer.update (torch.cat)".into(),
     });
-    terms.push(Term {
+    terms.add(|| Term {
         key: "cuda_context".into(),
         bytes: overheads
             .cuda_context_bytes
@@ -545,50 +579,54 @@ fn transformers_phases(
         logits: fwd.logits_bytes,
         peak,
         device,
-        phases: vec![
-            phase(
-                "load",
-                weights_bytes,
-                load_peak,
-                vec![
-                    ("weights", weights_bytes),
-                    ("quantize_on_load", load_transient),
-                ],
-            ),
-            phase(
-                "prefill",
-                prefill_end,
-                prefill_peak,
-                vec![
-                    ("weights", weights_bytes),
-                    ("kv_cache", kv_prefill),
-                    ("activations", prefill_act),
-                ],
-            ),
-            phase(
-                "decode",
-                decode_end,
-                decode_peak,
-                vec![
-                    ("weights", weights_bytes),
-                    ("kv_cache", kv_decode_before),
-                    (
-                        "cache_growth",
-                        decode_cache.saturating_sub(kv_decode_before),
-                    ),
-                    ("activations", decode_act),
-                ],
-            ),
-        ],
+        phases: if terms.explain() {
+            vec![
+                phase(
+                    "load",
+                    weights_bytes,
+                    load_peak,
+                    vec![
+                        ("weights", weights_bytes),
+                        ("quantize_on_load", load_transient),
+                    ],
+                ),
+                phase(
+                    "prefill",
+                    prefill_end,
+                    prefill_peak,
+                    vec![
+                        ("weights", weights_bytes),
+                        ("kv_cache", kv_prefill),
+                        ("activations", prefill_act),
+                    ],
+                ),
+                phase(
+                    "decode",
+                    decode_end,
+                    decode_peak,
+                    vec![
+                        ("weights", weights_bytes),
+                        ("kv_cache", kv_decode_before),
+                        (
+                            "cache_growth",
+                            decode_cache.saturating_sub(kv_decode_before),
+                        ),
+                        ("activations", decode_act),
+                    ],
+                ),
+            ]
+        } else {
+            Vec::new()
+        },
     }
 }
 
-fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Vec<Term>) -> PhaseTotals {
+fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Terms) -> PhaseTotals {
     let w = serving.weights_per_gpu_bytes;
     let act = serving.activation_peak_bytes;
     let pool = serving.kv_pool_bytes;
     let peak = w.saturating_add(pool).saturating_add(act);
-    terms.push(Term {
+    terms.add(|| Term {
         key: "activations".into(),
         bytes: act,
         formula: serving
@@ -599,7 +637,7 @@ fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Vec<Term>)
             .unwrap_or_default(),
         source: "vLLM profile_run (see serving.activation_peak)".into(),
     });
-    terms.push(Term {
+    terms.add(|| Term {
         key: "kv_pool".into(),
         bytes: pool,
         formula: format!(
@@ -616,21 +654,25 @@ fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Vec<Term>)
         logits: 0,
         peak,
         device: peak.saturating_add(serving.non_torch_bytes),
-        phases: vec![
-            phase("load", w, w, vec![("weights", w)]),
-            phase(
-                "prefill",
-                w.saturating_add(pool),
-                peak,
-                vec![("weights", w), ("kv_pool", pool), ("activations", act)],
-            ),
-            phase(
-                "decode",
-                w.saturating_add(pool),
-                peak,
-                vec![("weights", w), ("kv_pool", pool), ("activations", act)],
-            ),
-        ],
+        phases: if terms.explain() {
+            vec![
+                phase("load", w, w, vec![("weights", w)]),
+                phase(
+                    "prefill",
+                    w.saturating_add(pool),
+                    peak,
+                    vec![("weights", w), ("kv_pool", pool), ("activations", act)],
+                ),
+                phase(
+                    "decode",
+                    w.saturating_add(pool),
+                    peak,
+                    vec![("weights", w), ("kv_pool", pool), ("activations", act)],
+                ),
+            ]
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -681,7 +723,7 @@ pub fn inference_totals(
     scenario: &Scenario,
     overheads: &DeviceOverheads,
 ) -> Result<InferTotals, ScenarioError> {
-    estimate_inference(spec, scenario, overheads).map(|e| InferTotals::of(&e))
+    estimate_inference_explained(spec, scenario, overheads, false).map(|e| InferTotals::of(&e))
 }
 
 /// Estimates the totals of every scenario of `scenarios` for one model (a chart's points).

@@ -6,19 +6,17 @@
 //! (`concurrency_at_context ≥ batch`) and vLLM starts (`max_model_len` is set to the context).
 //! Both are monotone in the searched value, so a binary search over 1 ..= `MAX_SCENARIO_VALUE` is exact.
 
-use super::estimate_inference;
+use super::inference_totals;
 use crate::error::ScenarioError;
 use crate::report::DeviceOverheads;
 use crate::scenario::{Engine, Scenario, MAX_SCENARIO_VALUE};
 use crate::spec::ModelSpec;
 
 fn fits(spec: &ModelSpec, s: &Scenario, o: &DeviceOverheads) -> Result<bool, ScenarioError> {
-    let e = estimate_inference(spec, s, o)?;
+    let e = inference_totals(spec, s, o)?;
     Ok(match s.engine {
         Engine::Transformers => e.device_bytes <= s.serving.gpu_memory_bytes,
-        Engine::Vllm => {
-            e.serving.shortfall_bytes == 0 && e.serving.concurrency_at_context >= s.batch as f64
-        }
+        Engine::Vllm => e.shortfall_bytes == 0 && e.concurrency_at_context >= s.batch as f64,
     })
 }
 

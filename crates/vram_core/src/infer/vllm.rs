@@ -156,45 +156,66 @@ pub fn rotary_cache_bytes(spec: &ModelSpec, dtype: Dtype) -> u64 {
         .saturating_mul(dtype.bytes())
 }
 
-/// vLLM's profiled activation peak (see the module docs for the calibration).
+/// vLLM's profiled activation peak (see the module docs for the calibration), with its formula.
 pub fn activation_peak(
     spec: &ModelSpec,
     s: &ServingInputs,
     dtype: Dtype,
     tp: u64,
 ) -> (u64, String) {
-    let tokens = s.max_num_batched_tokens;
-    let shape = ForwardShape {
-        batch: 1,
-        tokens,
-        kv_len: tokens,
-        act_bytes: dtype.bytes(),
-        attention: AttentionImpl::Flash,
-        logits_to_keep: 1,
-    };
-    let p = forward_peak(spec, &shape);
-    // Tensor parallelism splits the MLP/attention intermediates; the residual stream is replicated.
-    let layer = p.layer_bytes / tp;
-    let hidden = tokens
-        .saturating_mul(spec.hidden_size)
-        .saturating_mul(dtype.bytes());
-    let rows = s.max_num_seqs.min(tokens);
-    let sampler = rows.saturating_mul(spec.vocab_size).saturating_mul(8);
-    let total = layer.saturating_add(hidden).saturating_add(sampler);
-    (
-        total,
+    let p = ActivationPeak::of(spec, s, dtype, tp);
+    (p.total, p.formula(spec, dtype, tp))
+}
+
+/// The parts of vLLM's profiled activation peak.
+struct ActivationPeak {
+    tokens: u64,
+    layer_bytes: u64,
+    rows: u64,
+    total: u64,
+}
+
+impl ActivationPeak {
+    fn of(spec: &ModelSpec, s: &ServingInputs, dtype: Dtype, tp: u64) -> Self {
+        let tokens = s.max_num_batched_tokens;
+        let shape = ForwardShape {
+            batch: 1,
+            tokens,
+            kv_len: tokens,
+            act_bytes: dtype.bytes(),
+            attention: AttentionImpl::Flash,
+            logits_to_keep: 1,
+        };
+        let p = forward_peak(spec, &shape);
+        // Tensor parallelism splits the MLP/attention intermediates; the residual stream is
+        // replicated.
+        let layer = p.layer_bytes / tp;
+        let hidden = tokens
+            .saturating_mul(spec.hidden_size)
+            .saturating_mul(dtype.bytes());
+        let rows = s.max_num_seqs.min(tokens);
+        let sampler = rows.saturating_mul(spec.vocab_size).saturating_mul(8);
+        ActivationPeak {
+            tokens,
+            layer_bytes: p.layer_bytes,
+            rows,
+            total: layer.saturating_add(hidden).saturating_add(sampler),
+        }
+    }
+
+    fn formula(&self, spec: &ModelSpec, dtype: Dtype, tp: u64) -> String {
         format!(
             "largest layer at {} tokens {} / TP {tp} + hidden {} × {} × {} B + sampler {} rows × {} vocab × (4 + 4) B = {} B",
-            group_thousands(tokens),
-            group_thousands(p.layer_bytes),
-            group_thousands(tokens),
+            group_thousands(self.tokens),
+            group_thousands(self.layer_bytes),
+            group_thousands(self.tokens),
             spec.hidden_size,
             dtype.bytes(),
-            group_thousands(rows),
+            group_thousands(self.rows),
             group_thousands(spec.vocab_size),
-            group_thousands(total)
-        ),
-    )
+            group_thousands(self.total)
+        )
+    }
 }
 
 /// Pages: `(bytes_per_block, groups, blocks one request of max_model_len needs)`.
@@ -262,6 +283,7 @@ pub fn serving(
     kv: &KvLayout,
     dtype: Dtype,
     context: u64,
+    explain: bool,
 ) -> ServingEstimate {
     let tp = s.tensor_parallel_size.max(1);
     let block = match (s.block_size, kv.block_size) {
@@ -276,7 +298,8 @@ pub fn serving(
     };
     let requested = (s.gpu_memory_bytes as f64 * s.gpu_memory_utilization).floor() as u64;
     let (weights_gpu, rope) = weights_per_gpu(spec, w, tp, dtype);
-    let (act, act_formula) = activation_peak(spec, s, dtype, tp);
+    let act_peak = ActivationPeak::of(spec, s, dtype, tp);
+    let act = act_peak.total;
     let non_torch = s.non_torch_bytes.unwrap_or_else(|| non_torch_default(tp));
     let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
     let pool = requested.saturating_sub(used);
@@ -313,7 +336,10 @@ pub fn serving(
         };
 
     let gib = |b: u64| format_gib(b);
-    let terms = vec![
+    let terms = if !explain {
+        Vec::new()
+    } else {
+        vec![
         Term {
             key: "serving.requested".into(),
             bytes: requested,
@@ -345,7 +371,7 @@ pub fn serving(
         Term {
             key: "serving.activation_peak".into(),
             bytes: act,
-            formula: act_formula,
+            formula: act_peak.formula(spec, dtype, tp),
             source: "vLLM gpu_model_runner.profile_run + _dummy_sampler_run; sum calibrated on vLLM v0.19 H100 logs (measured.md H3, H6)".into(),
         },
         Term {
@@ -371,7 +397,8 @@ pub fn serving(
             ),
             source: "vLLM v1 kv_cache_utils.get_kv_cache_config / get_max_concurrency_for_kv_cache_config".into(),
         },
-    ];
+    ]
+    };
     ServingEstimate {
         inputs: s.clone(),
         max_model_len,
