@@ -39,8 +39,9 @@ pub struct Derived {
     pub params: ParamCounts,
     /// Tensor groups in order of first appearance.
     pub groups: Vec<TensorGroup>,
-    /// The groups as `(first tensor index, count)`.
-    pub group_units: Vec<(usize, u64)>,
+    /// The groups as `(first tensor index, count, false)` (the weights model's units: no tensor
+    /// skipped by name).
+    pub group_units: Vec<(usize, u64, bool)>,
     /// Indices of the tensors inside each layer's blocks (attention, MLP, experts, router, norms,
     /// biases), per layer of the main stack.
     pub layer_tensors: Vec<Vec<usize>>,
@@ -115,10 +116,10 @@ impl Derived {
                 .iter_mut()
                 .find(|g| same_kind(&spec.tensors[g.first], t))
             {
-                Some(g) => g.count += 1,
+                Some(g) => g.count += t.count(),
                 None => groups.push(TensorGroup {
                     first: i,
-                    count: 1,
+                    count: t.count(),
                     numel: t.numel(),
                 }),
             }
@@ -130,14 +131,13 @@ impl Derived {
         let mut outside_max = 0u64;
         for (i, t) in spec.tensors.iter().enumerate() {
             match t.layer {
-                Some(l) => {
-                    let l = l as usize;
-                    if let Some(slot) = layer_all_numel.get_mut(l) {
-                        *slot = slot.saturating_add(t.numel());
-                    }
-                    if in_layer_blocks(t.component) {
-                        if let Some(v) = layer_tensors.get_mut(l) {
-                            v.push(i);
+                Some(first) => {
+                    let first = first as usize;
+                    let end = first.saturating_add(t.count() as usize).min(n_layers);
+                    for l in first..end {
+                        layer_all_numel[l] = layer_all_numel[l].saturating_add(t.numel());
+                        if in_layer_blocks(t.component) {
+                            layer_tensors[l].push(i);
                             layer_block_numel[l] = layer_block_numel[l].saturating_add(t.numel());
                         }
                     }
@@ -160,7 +160,7 @@ impl Derived {
                     .zip(&layer_tensors[b])
                     .all(|(&x, &y)| {
                         let (tx, ty) = (&spec.tensors[x], &spec.tensors[y]);
-                        same_kind(tx, ty) && role_matches(tx, a, ty, b)
+                        x == y || (same_kind(tx, ty) && role_matches(tx, a, ty, b))
                     })
         };
         let mut runs: Vec<LayerRun> = Vec::new();
@@ -183,7 +183,7 @@ impl Derived {
         let any = |c: Component| spec.tensors.iter().any(|t| t.component == c);
         Derived {
             params: ParamCounts::count(spec),
-            group_units: groups.iter().map(|g| (g.first, g.count)).collect(),
+            group_units: groups.iter().map(|g| (g.first, g.count, false)).collect(),
             groups,
             layer_tensors,
             layer_block_numel,
@@ -262,6 +262,7 @@ mod tests {
             name: name.into(),
             component: Component::Mlp,
             layer: None,
+            repeat: 1,
             shape: vec![2, 2],
             linear: None,
             buffer: false,

@@ -38,15 +38,18 @@ impl ParamCounts {
         let stack_prefix_is_encoder = |name: &str| name.starts_with("encoder.");
         for t in &spec.tensors {
             let n = t.numel();
-            total = total.saturating_add(n);
+            let all = n.saturating_mul(t.count());
+            total = total.saturating_add(all);
             if t.buffer {
-                buffers = buffers.saturating_add(n);
+                buffers = buffers.saturating_add(all);
             }
             let slot = by_component.entry(t.component).or_insert(0u64);
-            *slot = slot.saturating_add(n);
-            if let Some(l) = t.layer {
+            *slot = slot.saturating_add(all);
+            if let Some(first) = t.layer {
                 if !stack_prefix_is_encoder(&t.name) {
-                    if let Some(slot) = per_layer.get_mut(l as usize) {
+                    let first = first as usize;
+                    let end = first.saturating_add(t.count() as usize).min(per_layer.len());
+                    for slot in per_layer.get_mut(first..end).unwrap_or_default() {
                         *slot = slot.saturating_add(n);
                     }
                 }
@@ -85,7 +88,7 @@ fn inactive_expert_params(spec: &ModelSpec) -> u64 {
         let expert_params: u64 = spec
             .tensors
             .iter()
-            .filter(|t| t.component == Component::Experts && t.layer == Some(i as u32))
+            .filter(|t| t.component == Component::Experts && t.in_layer(i as u32))
             .map(|t| t.numel())
             .fold(0, u64::saturating_add);
         let per_expert = expert_params / num_experts.max(1);

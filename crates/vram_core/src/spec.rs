@@ -182,8 +182,14 @@ pub struct TensorSpec {
     pub name: String,
     /// Breakdown row.
     pub component: Component,
-    /// Layer index, for per-layer tensors.
+    /// Layer index, for per-layer tensors: the first of the `repeat` consecutive layers that each
+    /// hold this tensor.
     pub layer: Option<u32>,
+    /// Consecutive layers from `layer` on that hold an identical tensor (same role, shape; the name
+    /// differs only in the layer index): the inventory keeps runs of identical layers once.
+    /// 1 for tensors outside the layers.
+    #[serde(default = "one")]
+    pub repeat: u32,
     /// Shape (2-D for linear weights as `[out, in]`, 3-D for fused experts).
     pub shape: Vec<u64>,
     /// Set for weights of `nn.Linear`-like modules (LoRA targets), with their features.
@@ -192,7 +198,56 @@ pub struct TensorSpec {
     pub buffer: bool,
 }
 
+fn one() -> u32 {
+    1
+}
+
+/// One tensor of the model in one layer: what the inventory entry `tensor` stands for in `layer`.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorInstance<'a> {
+    /// The inventory entry.
+    pub tensor: &'a TensorSpec,
+    /// Its index in `ModelSpec::tensors`.
+    pub index: usize,
+    /// The layer of this instance (`None` outside the layers).
+    pub layer: Option<u32>,
+}
+
+impl TensorInstance<'_> {
+    /// The HF name of this instance (`model.layers.7.mlp.up_proj.weight`).
+    pub fn name(&self) -> std::borrow::Cow<'_, str> {
+        match self.layer {
+            Some(l) if self.tensor.repeat > 1 => {
+                std::borrow::Cow::Owned(self.tensor.name_in_layer(l))
+            }
+            _ => std::borrow::Cow::Borrowed(self.tensor.name.as_str()),
+        }
+    }
+}
+
 impl TensorSpec {
+    /// How many tensors this entry stands for (`repeat`, at least 1).
+    pub fn count(&self) -> u64 {
+        u64::from(self.repeat.max(1))
+    }
+
+    /// Whether this entry has an instance in layer `l`.
+    pub fn in_layer(&self, l: u32) -> bool {
+        self.layer
+            .is_some_and(|first| l >= first && l - first < self.repeat.max(1))
+    }
+
+    /// The name this tensor has in layer `l` (its layer index replaced).
+    pub fn name_in_layer(&self, l: u32) -> String {
+        let Some(first) = self.layer else {
+            return self.name.clone();
+        };
+        match layer_index_span(&self.name, first) {
+            Some((at, end)) => format!("{}{l}{}", &self.name[..at], &self.name[end..]),
+            None => self.name.clone(),
+        }
+    }
+
     /// Number of elements (saturating, so absurd configs cannot overflow).
     pub fn numel(&self) -> u64 {
         self.shape
@@ -258,7 +313,60 @@ pub struct ModelSpec {
     pub derived: crate::derived::DerivedCache,
 }
 
+/// Where the layer index `layer` sits in `name`: the first `.<layer>.` segment.
+pub(crate) fn layer_index_span(name: &str, layer: u32) -> Option<(usize, usize)> {
+    let digits = layer.to_string();
+    let bytes = name.as_bytes();
+    let mut from = 0;
+    while let Some(pos) = name[from..].find(digits.as_str()) {
+        let at = from + pos;
+        let end = at + digits.len();
+        if at > 0 && bytes[at - 1] == b'.' && bytes.get(end) == Some(&b'.') {
+            return Some((at, end));
+        }
+        from = end;
+    }
+    None
+}
+
 impl ModelSpec {
+    /// Every tensor of the model, one per layer it is in, in the order a per-layer inventory lists
+    /// them (layer by layer within a run of identical layers).
+    pub fn instances(&self) -> impl Iterator<Item = TensorInstance<'_>> + '_ {
+        let mut out = Vec::new();
+        let mut i = 0;
+        let ts = &self.tensors;
+        while i < ts.len() {
+            let t = &ts[i];
+            if t.repeat <= 1 || t.layer.is_none() {
+                out.push(TensorInstance {
+                    tensor: t,
+                    index: i,
+                    layer: t.layer,
+                });
+                i += 1;
+                continue;
+            }
+            // the block of entries of the same run
+            let mut j = i;
+            while j < ts.len() && ts[j].layer == t.layer && ts[j].repeat == t.repeat {
+                j += 1;
+            }
+            let first = t.layer.unwrap_or(0);
+            for l in first..first.saturating_add(t.repeat) {
+                for (k, e) in ts[i..j].iter().enumerate() {
+                    out.push(TensorInstance {
+                        tensor: e,
+                        index: i + k,
+                        layer: Some(l),
+                    });
+                }
+            }
+            i = j;
+        }
+        out.into_iter()
+    }
+
     /// The per-model facts every estimate reuses (tensor groups, per-layer tensors, runs of
     /// identical layers, parameter counts), computed on the first call.
     pub fn derived(&self) -> &crate::derived::Derived {

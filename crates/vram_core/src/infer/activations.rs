@@ -267,6 +267,11 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
     }
 }
 
+/// `(attention transients, eager scores, repeat_kv copies)` of one layer.
+type AttentionBytes = (u64, u64, u64);
+/// `(MLP/experts transients, MoE routing)` of one layer.
+type FfnBytes = (u64, u64);
+
 /// The peak of one forward over the main stack (the decoder, or bert's encoder).
 pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
     let mut p = ForwardPeak::default();
@@ -282,7 +287,7 @@ pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
     let positions = learned_positions(spec);
     let mut best = 0u64;
     // Layers of one spec cost the same: each distinct one is computed once (a handful per model).
-    let mut seen: Vec<(&LayerSpec, (u64, u64, u64), (u64, u64))> = Vec::new();
+    let mut seen: Vec<(&LayerSpec, AttentionBytes, FfnBytes)> = Vec::new();
     for (i, layer) in encoder.iter().chain(spec.layers.iter()).enumerate() {
         let ((attn, scores, repeat), (ffn, routing)) = match seen.iter().find(|e| e.0 == layer) {
             Some(e) => (e.1, e.2),

@@ -243,7 +243,8 @@ fn fallback(t: GgmlType, cols: u64) -> GgmlType {
     }
 }
 
-/// The ggml type of every tensor of `spec` under `preset`, in inventory order.
+/// The ggml type of every tensor of `spec` under `preset`, one per instance
+/// ([`ModelSpec::instances`]: per layer, in a per-layer inventory's order).
 pub fn tensor_types(spec: &ModelSpec, preset: GgufPreset) -> Vec<GgmlType> {
     let has_output = spec
         .tensors
@@ -270,16 +271,17 @@ pub fn tensor_types(spec: &ModelSpec, preset: GgufPreset) -> Vec<GgmlType> {
         .tensors
         .iter()
         .filter(|t| is_linear_weight(t) && role(t, has_output) == Role::AttnV)
-        .count() as u64;
+        .map(|t| t.count())
+        .sum::<u64>();
     let mut i_attn_v = 0u64;
-    spec.tensors
-        .iter()
-        .map(|t| {
+    spec.instances()
+        .map(|inst| {
+            let t = inst.tensor;
             let r = role(t, has_output);
             if t.shape.len() < 2 {
                 return GgmlType::F32;
             }
-            let ty = choose(&ctx, r, u64::from(t.layer.unwrap_or(0)), i_attn_v, n_attn_v);
+            let ty = choose(&ctx, r, u64::from(inst.layer.unwrap_or(0)), i_attn_v, n_attn_v);
             if r == Role::AttnV {
                 i_attn_v += 1;
             }
@@ -313,7 +315,8 @@ pub fn weights(spec: &ModelSpec, preset: GgufPreset) -> WeightsBreakdown {
         .tensors
         .iter()
         .any(|t| t.component == Component::LmHead);
-    for (t, ty) in spec.tensors.iter().zip(types) {
+    for (inst, ty) in spec.instances().zip(types) {
+        let t = inst.tensor;
         let n = t.numel();
         let cols = match t.shape.len() {
             0 | 1 => n.max(1),

@@ -132,7 +132,7 @@ fn weights_per_gpu(
         .tensors
         .iter()
         .filter(|t| matches!(t.component, Component::Norm | Component::FinalNorm))
-        .map(|t| t.numel())
+        .map(|t| t.numel() * t.count())
         .sum();
     let replicated = replicated_params.saturating_mul(dtype.bytes());
     let sharded = total.total_bytes.saturating_sub(replicated);

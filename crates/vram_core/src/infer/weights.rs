@@ -213,17 +213,20 @@ pub fn weights(
     };
     // Without skip patterns the tensors of a group (same shape and role) are alike; with them the
     // decision depends on each tensor's name.
-    let per_tensor: Vec<(usize, u64)>;
-    let units: &[(usize, u64)] = if skips.is_empty() {
+    let per_instance: Vec<(usize, u64, bool)>;
+    let units: &[(usize, u64, bool)] = if skips.is_empty() {
         &spec.derived().group_units
     } else {
-        per_tensor = (0..spec.tensors.len()).map(|i| (i, 1)).collect();
-        &per_tensor
+        per_instance = spec
+            .instances()
+            .map(|inst| (inst.index, 1, matches_skip(&skips, &inst.name())))
+            .collect();
+        &per_instance
     };
-    for &(i, count) in units {
+    for &(i, count, skipped) in units {
         let t = &spec.tensors[i];
         let n = t.numel();
-        if format_quantizes(format, t) && !matches_skip(&skips, &t.name) {
+        if format_quantizes(format, t) && !skipped {
             b.largest_tensor_compute_bytes = b
                 .largest_tensor_compute_bytes
                 .max(n.saturating_mul(compute.bytes()));

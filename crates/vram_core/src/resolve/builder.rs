@@ -6,9 +6,19 @@ use crate::spec::{Component, LinearShape, TensorSpec};
 #[derive(Default)]
 pub(crate) struct Builder {
     pub tensors: Vec<TensorSpec>,
+    /// Layers the per-layer tensors pushed now stand for (a run of identical layers built once);
+    /// 0 or 1: one layer.
+    pub repeat: u32,
 }
 
 impl Builder {
+    fn repeat_for(&self, layer: Option<u32>) -> u32 {
+        match layer {
+            Some(_) => self.repeat.max(1),
+            None => 1,
+        }
+    }
+
     fn push(
         &mut self,
         name: String,
@@ -21,6 +31,7 @@ impl Builder {
             name,
             component,
             layer,
+            repeat: self.repeat_for(layer),
             shape,
             linear,
             buffer: false,
@@ -124,6 +135,7 @@ impl Builder {
             name: name.to_string(),
             component,
             layer,
+            repeat: self.repeat_for(layer),
             shape,
             linear: None,
             buffer: true,

@@ -121,6 +121,8 @@ struct Walk<'a> {
     gemma_norm: bool,
     derived: &'a crate::derived::Derived,
     cache: Vec<V>,
+    /// The layer being walked (for the LoRA adapters of its tensors).
+    layer: usize,
     /// Bytes of autocast cache entries of layers whose walk was reused (see [`LayerDelta`]): freed
     /// with the cache when autocast exits.
     cache_free_bytes: u64,
@@ -162,7 +164,18 @@ impl<'a> Walk<'a> {
             in_features: 0,
             out_features: 0,
         });
-        let lora_r = self.lora.and_then(|l| l.rank_for(t));
+        let lora_r = self.lora.and_then(|l| {
+            let index = self
+                .derived
+                .layer_tensors
+                .get(self.layer)
+                .and_then(|ix| ix.iter().copied().find(|&j| std::ptr::eq(&self.spec.tensors[j], t)));
+            match index {
+                Some(j) => l.rank_for_index(j, Some(self.layer as u32)),
+                // outside the layers (the head is never adapted by `lin`'s callers)
+                None => None,
+            }
+        });
         Lin {
             in_f: shape.in_features,
             out_f: shape.out_features,
@@ -769,6 +782,7 @@ impl<'a> Walk<'a> {
     }
 
     fn layer(&mut self, sim: &mut Sim, x: V, i: usize) -> (V, LayerAct) {
+        self.layer = i;
         let t = self.t;
         let h = self.spec.hidden_size;
         let before = sim.saved_bytes();
@@ -853,7 +867,10 @@ impl<'a> Walk<'a> {
             self.lora.map_or(0, |l| {
                 l.adapted
                     .iter()
-                    .filter(|a| a.layer == Some(i as u32))
+                    .filter(|a| {
+                        a.layer
+                            .is_some_and(|first| (i as u32) >= first && (i as u32) - first < a.repeat)
+                    })
                     .map(|a| a.params(l.r) * 4)
                     .sum()
             })
@@ -904,7 +921,7 @@ fn lora_layer_kinds(w: &Walk<'_>) -> Vec<usize> {
     let adapted = |i: usize| {
         d.layer_tensors[i]
             .iter()
-            .map(move |&j| plan.rank_for_index(j).is_some())
+            .map(move |&j| plan.rank_for_index(j, Some(i as u32)).is_some())
     };
     let mut reps: Vec<usize> = Vec::new();
     (0..d.layer_tensors.len())
@@ -974,6 +991,7 @@ fn profile_with(
         gemma_norm: mt.starts_with("gemma"),
         derived: spec.derived(),
         cache: Vec::new(),
+        layer: 0,
         cache_free_bytes: 0,
         replay,
         autocast_copy_bytes: 0,

@@ -38,8 +38,11 @@ pub fn default_targets(model_type: &str) -> Option<&'static [&'static str]> {
 pub struct AdaptedLinear {
     /// Module path (`model.layers.0.self_attn.q_proj`).
     pub module: String,
-    /// Layer index, if the module is inside a layer.
+    /// Layer index, if the module is inside a layer: the first of `repeat` consecutive layers
+    /// whose module of this role is adapted.
     pub layer: Option<u32>,
+    /// Consecutive layers adapted alike (1 outside the layers).
+    pub repeat: u32,
     /// Input features of the base linear.
     pub in_features: u64,
     /// Output features of the base linear.
@@ -67,33 +70,21 @@ pub struct LoraPlan {
     /// Adapted modules by base shape `(in_features, out_features)`, with how many have it (the
     /// persistent budget multiplies instead of iterating).
     pub shapes: Vec<((u64, u64), u64)>,
-    /// For each tensor of the spec (by index), whether it is the weight of an adapted module.
+    /// For each tensor of the spec (by index), whether it is the weight of an adapted module in
+    /// every layer it stands for.
     pub adapted_tensor: Vec<bool>,
+    /// `(tensor index, layer)` of adapted weights whose entry is adapted in some of its layers only
+    /// (targets that name layers, e.g. `layers.1.self_attn.q_proj`).
+    pub adapted_in_layer: Vec<(usize, u32)>,
 }
 
 impl LoraPlan {
-    /// Whether the tensor is the weight of an adapted module.
-    pub fn adapts(&self, t: &TensorSpec) -> bool {
-        t.linear.is_some() && self.rank_for(t).is_some()
-    }
-
-    /// The rank if `t` is an adapted weight.
-    pub fn rank_for(&self, t: &TensorSpec) -> Option<u64> {
-        let module = module_path(&t.name);
-        self.adapted
-            .iter()
-            .any(|a| a.module == module)
-            .then_some(self.r)
-    }
-
-    /// The rank if the spec's tensor number `index` is an adapted weight (what [`Self::rank_for`]
-    /// answers, without comparing names).
-    pub fn rank_for_index(&self, index: usize) -> Option<u64> {
-        self.adapted_tensor
-            .get(index)
-            .copied()
-            .unwrap_or(false)
-            .then_some(self.r)
+    /// The rank if the spec's tensor number `index` is an adapted weight in `layer` (its first layer
+    /// or `None` for tensors outside the layers).
+    pub fn rank_for_index(&self, index: usize, layer: Option<u32>) -> Option<u64> {
+        let whole = self.adapted_tensor.get(index).copied().unwrap_or(false);
+        let here = layer.is_some_and(|l| self.adapted_in_layer.contains(&(index, l)));
+        (whole || here).then_some(self.r)
     }
 }
 
@@ -153,34 +144,67 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
     let all_linear = matches!(lora.targets, LoraTargets::AllLinear);
     let mut adapted = Vec::new();
     let mut adapted_tensor = vec![false; spec.tensors.len()];
+    let mut adapted_in_layer = Vec::new();
     let mut shapes: Vec<((u64, u64), u64)> = Vec::new();
+    let hits = |module: &str| {
+        target_names.iter().any(|target| {
+            module == target
+                || module
+                    .strip_suffix(target.as_str())
+                    .is_some_and(|p| p.ends_with('.'))
+        })
+    };
+    // A target without a dot names a leaf, which is the same in every layer of a run; a dotted one
+    // may name a layer, so it is matched layer by layer.
+    let leaf_targets = target_names.iter().all(|t| !t.contains('.'));
     for (index, t) in spec.tensors.iter().enumerate() {
         let Some(shape) = t.linear else { continue };
         if all_linear && is_output_head(t) {
             continue;
         }
         let module = module_path(&t.name);
-        let hit = target_names.iter().any(|target| {
-            module == target
-                || module
-                    .strip_suffix(target.as_str())
-                    .is_some_and(|p| p.ends_with('.'))
-        });
-        if hit {
-            // Several weights of one module (none in the supported models) adapt it once, as
-            // `adapted` lists it once per weight too.
-            adapted_tensor[index] = true;
-            let key = (shape.in_features, shape.out_features);
+        let key = (shape.in_features, shape.out_features);
+        let mut add = |module: String, layer: Option<u32>, repeat: u32| {
             match shapes.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, n)) => *n += 1,
-                None => shapes.push((key, 1)),
+                Some((_, n)) => *n += u64::from(repeat),
+                None => shapes.push((key, u64::from(repeat))),
             }
             adapted.push(AdaptedLinear {
-                module: module.to_string(),
-                layer: t.layer,
+                module,
+                layer,
+                repeat,
                 in_features: shape.in_features,
                 out_features: shape.out_features,
             });
+        };
+        match t.layer {
+            Some(first) if t.repeat > 1 && !leaf_targets => {
+                // layer by layer: contiguous adapted layers become one entry
+                let mut run: Option<(u32, u32, String)> = None;
+                for l in first..first.saturating_add(t.repeat) {
+                    let name = t.name_in_layer(l);
+                    if hits(module_path(&name)) {
+                        adapted_in_layer.push((index, l));
+                        match &mut run {
+                            Some((_, n, _)) => *n += 1,
+                            None => run = Some((l, 1, module_path(&name).to_string())),
+                        }
+                    } else if let Some((start, n, m)) = run.take() {
+                        add(m, Some(start), n);
+                    }
+                }
+                if let Some((start, n, m)) = run.take() {
+                    add(m, Some(start), n);
+                }
+            }
+            _ => {
+                if hits(module) {
+                    // Several weights of one module (none in the supported models) adapt it once, as
+                    // `adapted` lists it once per weight too.
+                    adapted_tensor[index] = true;
+                    add(module.to_string(), t.layer, t.repeat.max(1));
+                }
+            }
         }
     }
     if adapted.is_empty() {
@@ -194,7 +218,7 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
     }
     let trainable_params = adapted
         .iter()
-        .map(|a| a.params(lora.r))
+        .map(|a| a.params(lora.r).saturating_mul(u64::from(a.repeat)))
         .fold(0u64, u64::saturating_add);
     Ok(LoraPlan {
         r: lora.r,
@@ -203,6 +227,7 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
         trainable_params,
         shapes,
         adapted_tensor,
+        adapted_in_layer,
     })
 }
 
@@ -232,7 +257,7 @@ mod tests {
         // (65,536 + 40,960) · 32 layers = 3,407,872 — peft's print_trainable_parameters for r=8.
         let p = plan(&llama8b(), &lora(LoraTargets::Default)).unwrap();
         assert_eq!(p.target_names, vec!["q_proj", "v_proj"]);
-        assert_eq!(p.adapted.len(), 64);
+        assert_eq!(p.adapted.iter().map(|a| a.repeat).sum::<u32>(), 64);
         assert_eq!(p.trainable_params, 3_407_872);
     }
 

@@ -388,6 +388,7 @@ mod tests {
             name: "w.weight".into(),
             component: Component::Mlp,
             layer: Some(0),
+            repeat: 1,
             shape: shape.clone(),
             linear: Some(crate::spec::LinearShape {
                 in_features: shape[1],
