@@ -228,7 +228,15 @@ pub(crate) fn decoder(
     let mut b = Builder::default();
     b.embedding("model.embed_tokens", Component::Embedding, vocab, hidden);
     let mut layers = Vec::with_capacity(num_layers.min(1 << 16) as usize);
-    for i in 0..num_layers {
+    // Layers whose tensors are alike (dense or MoE; sliding windows change only the layer spec)
+    // are built once, as a run (`TensorSpec::repeat`).
+    let mut i = 0u64;
+    while i < num_layers {
+        let mut run = 1u64;
+        while i + run < num_layers && moe.layer(i + run).is_some() == moe.layer(i).is_some() {
+            run += 1;
+        }
+        b.repeat = u32::try_from(run).unwrap_or(u32::MAX);
         let l = u32::try_from(i).unwrap_or(u32::MAX);
         let p = format!("model.layers.{i}");
         let attention = match mla {
@@ -246,10 +254,7 @@ pub(crate) fn decoder(
                 standard_attention_tensors(&mut b, &p, l, hidden, heads, kv_heads, head_dim, &fl)
             }
         };
-        let attention = AttentionSpec {
-            sliding_window: windows.get(i as usize).copied().flatten(),
-            ..attention
-        };
+
         let ffn = match moe.layer(i) {
             Some(m) => {
                 moe_tensors(&mut b, &p, l, hidden, &m, model_type);
@@ -282,12 +287,19 @@ pub(crate) fn decoder(
                 fl.norm == NormKind::LayerNorm,
             );
         }
-        layers.push(LayerSpec {
-            attention: Some(attention),
-            cross_attention: None,
-            ffn: Some(ffn),
-            ssm: None,
-        });
+        b.repeat = 1;
+        for j in i..i + run {
+            layers.push(LayerSpec {
+                attention: Some(AttentionSpec {
+                    sliding_window: windows.get(j as usize).copied().flatten(),
+                    ..attention
+                }),
+                cross_attention: None,
+                ffn: Some(ffn),
+                ssm: None,
+            });
+        }
+        i += run;
     }
     b.norm(
         "model.norm",
