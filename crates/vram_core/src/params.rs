@@ -48,7 +48,9 @@ impl ParamCounts {
             if let Some(first) = t.layer {
                 if !stack_prefix_is_encoder(&t.name) {
                     let first = first as usize;
-                    let end = first.saturating_add(t.count() as usize).min(per_layer.len());
+                    let end = first
+                        .saturating_add(t.count() as usize)
+                        .min(per_layer.len());
                     for slot in per_layer.get_mut(first..end).unwrap_or_default() {
                         *slot = slot.saturating_add(n);
                     }

@@ -281,7 +281,13 @@ pub fn tensor_types(spec: &ModelSpec, preset: GgufPreset) -> Vec<GgmlType> {
             if t.shape.len() < 2 {
                 return GgmlType::F32;
             }
-            let ty = choose(&ctx, r, u64::from(inst.layer.unwrap_or(0)), i_attn_v, n_attn_v);
+            let ty = choose(
+                &ctx,
+                r,
+                u64::from(inst.layer.unwrap_or(0)),
+                i_attn_v,
+                n_attn_v,
+            );
             if r == Role::AttnV {
                 i_attn_v += 1;
             }

@@ -128,7 +128,9 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         d.hidden,
     );
     let mut layers = Vec::new();
-    for i in 0..d.layers {
+    // Every layer is alike: built once as a run (`TensorSpec::repeat`).
+    b.repeat = l32(d.layers);
+    for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
         b.norm(&format!("{p}.ln_1"), l, Component::Norm, d.hidden, true);
         b.linear(
@@ -157,6 +159,10 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         layers.push(plain_layer(&d, inner));
+    }
+    b.repeat = 1;
+    if let Some(&first) = layers.first() {
+        layers.resize(d.layers as usize, first);
     }
     b.norm(
         "transformer.ln_f",
@@ -246,7 +252,9 @@ pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         );
     }
     let mut layers = Vec::new();
-    for i in 0..d.layers {
+    // Every layer is alike: built once as a run (`TensorSpec::repeat`).
+    b.repeat = l32(d.layers);
+    for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("model.decoder.layers.{i}"));
         for proj in ["k_proj", "v_proj", "q_proj", "out_proj"] {
             b.linear(
@@ -285,6 +293,10 @@ pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             );
         }
         layers.push(plain_layer(&d, inner));
+    }
+    b.repeat = 1;
+    if let Some(&first) = layers.first() {
+        layers.resize(d.layers as usize, first);
     }
     if !tie {
         b.linear("lm_head", None, Component::LmHead, proj_dim, d.vocab, false);
@@ -330,7 +342,9 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         true,
     );
     let mut layers = Vec::new();
-    for i in 0..d.layers {
+    // Every layer is alike: built once as a run (`TensorSpec::repeat`).
+    b.repeat = l32(d.layers);
+    for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
         b.norm(
             &format!("{p}.input_layernorm"),
@@ -372,6 +386,10 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         );
         layers.push(plain_layer(&d, inner));
     }
+    b.repeat = 1;
+    if let Some(&first) = layers.first() {
+        layers.resize(d.layers as usize, first);
+    }
     b.norm(
         "transformer.ln_f",
         None,
@@ -412,7 +430,9 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let mut b = Builder::default();
     b.embedding("gpt_neox.embed_in", Component::Embedding, d.vocab, d.hidden);
     let mut layers = Vec::new();
-    for i in 0..d.layers {
+    // Every layer is alike: built once as a run (`TensorSpec::repeat`).
+    b.repeat = l32(d.layers);
+    for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("gpt_neox.layers.{i}"));
         b.norm(
             &format!("{p}.input_layernorm"),
@@ -453,6 +473,10 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         layers.push(plain_layer(&d, inner));
+    }
+    b.repeat = 1;
+    if let Some(&first) = layers.first() {
+        layers.resize(d.layers as usize, first);
     }
     b.norm(
         "gpt_neox.final_layer_norm",
@@ -525,7 +549,9 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         true,
     );
     let mut layers = Vec::new();
-    for i in 0..d.layers {
+    // Every layer is alike: built once as a run (`TensorSpec::repeat`).
+    b.repeat = l32(d.layers);
+    for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("encoder.layer.{i}"));
         for proj in ["query", "key", "value"] {
             b.linear(
@@ -568,6 +594,10 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         layers.push(plain_layer(&d, inner));
+    }
+    b.repeat = 1;
+    if let Some(&first) = layers.first() {
+        layers.resize(d.layers as usize, first);
     }
     b.linear(
         "pooler.dense",
@@ -797,7 +827,9 @@ pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let mut b = Builder::default();
     b.embedding("backbone.embeddings", Component::Embedding, vocab, hidden);
     let mut layers = Vec::new();
-    for i in 0..n_layers {
+    // Every layer is alike: built once as a run (`TensorSpec::repeat`).
+    b.repeat = l32(n_layers);
+    for i in 0..n_layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("backbone.layers.{i}"));
         b.norm(&format!("{p}.norm"), l, Component::Norm, hidden, false);
         let m = format!("{p}.mixer");
@@ -860,6 +892,10 @@ pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             ffn: None,
             ssm: Some(ssm),
         });
+    }
+    b.repeat = 1;
+    if let Some(&first) = layers.first() {
+        layers.resize(n_layers as usize, first);
     }
     b.norm("backbone.norm_f", None, Component::FinalNorm, hidden, false);
     if !tie {

@@ -165,11 +165,11 @@ impl<'a> Walk<'a> {
             out_features: 0,
         });
         let lora_r = self.lora.and_then(|l| {
-            let index = self
-                .derived
-                .layer_tensors
-                .get(self.layer)
-                .and_then(|ix| ix.iter().copied().find(|&j| std::ptr::eq(&self.spec.tensors[j], t)));
+            let index = self.derived.layer_tensors.get(self.layer).and_then(|ix| {
+                ix.iter()
+                    .copied()
+                    .find(|&j| std::ptr::eq(&self.spec.tensors[j], t))
+            });
             match index {
                 Some(j) => l.rank_for_index(j, Some(self.layer as u32)),
                 // outside the layers (the head is never adapted by `lin`'s callers)
@@ -868,8 +868,9 @@ impl<'a> Walk<'a> {
                 l.adapted
                     .iter()
                     .filter(|a| {
-                        a.layer
-                            .is_some_and(|first| (i as u32) >= first && (i as u32) - first < a.repeat)
+                        a.layer.is_some_and(|first| {
+                            (i as u32) >= first && (i as u32) - first < a.repeat
+                        })
                     })
                     .map(|a| a.params(l.r) * 4)
                     .sum()
