@@ -1,32 +1,33 @@
+//! Runs one estimator call 200 times, for profiling (`valgrind --tool=callgrind`):
+//! `P=<preset id> prof_one parse|train|totals|infer|itotals`.
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
-    let p = vram_core::presets::PRESETS
-        .iter()
-        .find(|p| p.id == std::env::var("P").as_deref().unwrap_or("Qwen__Qwen3-8B"))
-        .unwrap();
-    let spec = vram_core::parse_config(p.json, None).unwrap();
+    let id = std::env::var("P").unwrap_or_else(|_| "Qwen__Qwen3-8B".into());
+    let Some(p) = vram_core::presets::PRESETS.iter().find(|p| p.id == id) else {
+        eprintln!("no preset {id}");
+        return;
+    };
+    let spec = vram_core::parse_config(p.json, None).expect("parses");
     let o = vram_core::report::DeviceOverheads::default();
+    let (t, i) = (
+        vram_core::Scenario::default(),
+        vram_core::Scenario::inference(),
+    );
     for _ in 0..200 {
         match which.as_str() {
-            "parse" => {
-                std::hint::black_box(vram_core::parse_config(p.json, None).ok());
-            }
-            "infer" => {
-                std::hint::black_box(
-                    vram_core::infer::inference_totals(
-                        &spec,
-                        &vram_core::Scenario::inference(),
-                        &o,
-                    )
-                    .ok(),
-                );
-            }
-            _ => {
-                std::hint::black_box(
-                    vram_core::train::estimate_training(&spec, &vram_core::Scenario::default(), &o)
-                        .ok(),
-                );
-            }
+            "parse" => drop(std::hint::black_box(vram_core::parse_config(p.json, None))),
+            "train" => drop(std::hint::black_box(vram_core::train::estimate_training(
+                &spec, &t, &o,
+            ))),
+            "totals" => drop(std::hint::black_box(vram_core::train::training_totals(
+                &spec, &t, &o,
+            ))),
+            "infer" => drop(std::hint::black_box(vram_core::infer::estimate_inference(
+                &spec, &i, &o,
+            ))),
+            _ => drop(std::hint::black_box(vram_core::infer::inference_totals(
+                &spec, &i, &o,
+            ))),
         }
     }
 }

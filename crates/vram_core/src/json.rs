@@ -17,8 +17,15 @@ pub fn parse_lenient(text: &str) -> Result<serde_json::Value, ConfigError> {
             found: format!("{} bytes", text.len()),
         });
     }
-    let cleaned = replace_non_finite_tokens(text);
-    serde_json::from_str(&cleaned).map_err(|err| ConfigError::Json {
+    // The scan copies the text; configs without the tokens anywhere (nearly all) skip it.
+    let cleaned;
+    let json = if text.contains("NaN") || text.contains("Infinity") {
+        cleaned = replace_non_finite_tokens(text);
+        cleaned.as_str()
+    } else {
+        text
+    };
+    serde_json::from_str(json).map_err(|err| ConfigError::Json {
         line: err.line() as u64,
         column: err.column() as u64,
         message: strip_position(&err.to_string()),

@@ -68,19 +68,13 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
     };
     let mut grads_done = grads_at_start.saturating_add(head_grad);
     let mut kept_below: u64 = after_head;
-    let kept: Vec<u64> = prof
-        .layers
-        .iter()
-        .map(|l| {
-            if prof.checkpointing {
-                l.input_bytes
-            } else {
-                l.saved_bytes
-            }
-        })
-        .collect();
-    for (i, l) in prof.layers.iter().enumerate().rev() {
-        kept_below = kept_below.saturating_sub(kept.get(i).copied().unwrap_or(0));
+    for l in prof.layers.iter().rev() {
+        let kept = if prof.checkpointing {
+            l.input_bytes
+        } else {
+            l.saved_bytes
+        };
+        kept_below = kept_below.saturating_sub(kept);
         if grads_at_start == 0 {
             grads_done = grads_done.saturating_add(scale(l.grad_bytes));
         }
