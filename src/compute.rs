@@ -210,23 +210,28 @@ fn train_device_sweep(spec: &ModelSpec, xs: &[u64], scenarios: &[Scenario]) -> V
 }
 
 fn infer_fits_bytes(spec: &ModelSpec, s: &Scenario) -> Option<(u64, Verdict)> {
-    let e = infer::estimate_inference(spec, s, &overheads()).ok()?;
-    Some(infer_verdict(&e, s))
+    let e = infer::inference_totals(spec, s, &overheads()).ok()?;
+    Some(totals_verdict(&e, s))
 }
 
 /// The compared total and verdict of an inference estimate: transformers compares the device total
 /// with the GPU; vLLM fits when its KV pool holds `batch` sequences of `seq_len` tokens (as
 /// `vram_core::infer::solve` decides).
 fn infer_verdict(e: &InferEstimate, s: &Scenario) -> (u64, Verdict) {
+    totals_verdict(&infer::InferTotals::of(e), s)
+}
+
+/// [`infer_verdict`] of the core's totals.
+fn totals_verdict(e: &infer::InferTotals, s: &Scenario) -> (u64, Verdict) {
     match s.engine {
         Engine::Transformers => (
             e.device_bytes,
             Verdict::of(e.device_bytes, s.serving.gpu_memory_bytes),
         ),
         Engine::Vllm => {
-            let fits = e.serving.shortfall_bytes == 0
-                && e.serving.fits
-                && e.serving.concurrency_at_context >= s.batch as f64;
+            let fits = e.shortfall_bytes == 0
+                && e.serving_fits
+                && e.concurrency_at_context >= s.batch as f64;
             let used = e.device_bytes;
             (
                 used,
@@ -661,7 +666,7 @@ pub fn infer_context_sweeps(
         ..s.clone()
     };
     for &x in &xs {
-        if let Ok(e) = infer::estimate_inference(
+        if let Ok(e) = infer::inference_totals(
             spec,
             &Scenario {
                 seq_len: x,
@@ -677,8 +682,8 @@ pub fn infer_context_sweeps(
             ..s.clone()
         };
         v.serving.max_model_len = x;
-        if let Ok(e) = infer::estimate_inference(spec, &v, &overheads()) {
-            conc.push((x, e.serving.concurrency_at_context.max(0.0).floor() as u64));
+        if let Ok(e) = infer::inference_totals(spec, &v, &overheads()) {
+            conc.push((x, e.concurrency_at_context.max(0.0).floor() as u64));
         }
     }
     (

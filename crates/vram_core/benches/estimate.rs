@@ -34,6 +34,9 @@ fn bench(c: &mut Criterion) {
         g.bench_function("inference estimate", |b| {
             b.iter(|| vram_core::infer::estimate_inference(&spec, black_box(&infer_s), &o).ok())
         });
+        g.bench_function("inference totals", |b| {
+            b.iter(|| vram_core::infer::inference_totals(&spec, black_box(&infer_s), &o).ok())
+        });
         let batch_points: Vec<Scenario> = (1..=fixtures::SWEEP_POINTS)
             .map(|b| Scenario {
                 batch: b,

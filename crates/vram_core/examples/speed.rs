@@ -49,6 +49,10 @@ fn main() {
         ("training totals (`train::training_totals`)".into(), vec![]),
         ("inference estimate (JSON document)".into(), vec![]),
         (
+            "inference totals (`infer::inference_totals`)".into(),
+            vec![],
+        ),
+        (
             format!(
                 "{}-point training sweep (batch 1..={})",
                 fixtures::SWEEP_POINTS,
@@ -85,6 +89,9 @@ fn main() {
         });
         let infer = mean_us(calls, || {
             black_box(vram_core::infer::estimate_inference(&spec, black_box(&infer_s), &o).ok());
+        });
+        let infer_totals = mean_us(calls, || {
+            black_box(vram_core::infer::inference_totals(&spec, black_box(&infer_s), &o).ok());
         });
         let sweep_calls = (calls / 20).max(10);
         let train_sweep = mean_us(sweep_calls, || {

@@ -698,6 +698,8 @@ pub struct InferTotals {
     pub shortfall_bytes: u64,
     /// [`ServingEstimate::concurrency_at_context`].
     pub concurrency_at_context: f64,
+    /// [`ServingEstimate::fits`].
+    pub serving_fits: bool,
 }
 
 impl InferTotals {
@@ -713,6 +715,7 @@ impl InferTotals {
             kv_pool_bytes: e.serving.kv_pool_bytes,
             shortfall_bytes: e.serving.shortfall_bytes,
             concurrency_at_context: e.serving.concurrency_at_context,
+            serving_fits: e.serving.fits,
         }
     }
 }
