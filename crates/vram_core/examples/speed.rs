@@ -125,6 +125,7 @@ fn main() {
             train,
             totals,
             infer,
+            infer_totals,
             train_sweep,
             infer_sweep,
         ]) {
