@@ -373,3 +373,51 @@ impl ModelSpec {
         self.derived.get_or_init(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn llama8b() -> ModelSpec {
+        crate::parse_config(
+            crate::presets::find("meta-llama__Llama-3.1-8B")
+                .unwrap()
+                .json,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_run_entry_is_named_for_each_of_its_layers() {
+        let s = llama8b();
+        let q = s
+            .tensors
+            .iter()
+            .find(|t| t.name.ends_with("q_proj.weight"))
+            .unwrap();
+        assert_eq!((q.layer, q.repeat), (Some(0), 32));
+        assert_eq!(
+            q.name_in_layer(17),
+            "model.layers.17.self_attn.q_proj.weight"
+        );
+        assert!(q.in_layer(31) && !q.in_layer(32));
+    }
+
+    #[test]
+    fn instances_list_every_tensor_layer_by_layer_like_a_per_layer_inventory() {
+        let s = llama8b();
+        let names: Vec<String> = s.instances().map(|i| i.name().into_owned()).collect();
+        // embed + 32 × 9 + final norm + lm_head = 291, the per-layer inventory's count.
+        assert_eq!(names.len(), 291);
+        assert_eq!(names[0], "model.embed_tokens.weight");
+        assert_eq!(names[1], "model.layers.0.self_attn.q_proj.weight");
+        assert_eq!(names[10], "model.layers.1.self_attn.q_proj.weight");
+        assert_eq!(names[289], "model.norm.weight");
+        assert_eq!(names[290], "lm_head.weight");
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 291);
+    }
+}

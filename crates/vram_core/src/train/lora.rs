@@ -271,6 +271,39 @@ mod tests {
     }
 
     #[test]
+    fn a_target_that_names_one_layer_adapts_only_that_layer_of_a_run() {
+        // The 32 identical layers are one run in the inventory; `layers.1.self_attn.q_proj` still
+        // adapts layer 1 alone: 8·(4096 + 4096) = 65,536, as peft counts it.
+        let s = llama8b();
+        let p = plan(
+            &s,
+            &lora(LoraTargets::Modules(vec![
+                "layers.1.self_attn.q_proj".into()
+            ])),
+        )
+        .unwrap();
+        assert_eq!(p.trainable_params, 65_536);
+        assert_eq!(p.adapted.len(), 1);
+        assert_eq!(p.adapted[0].module, "model.layers.1.self_attn.q_proj");
+        assert_eq!((p.adapted[0].layer, p.adapted[0].repeat), (Some(1), 1));
+        let q = s
+            .tensors
+            .iter()
+            .position(|t| t.name.ends_with("q_proj.weight"))
+            .unwrap();
+        assert_eq!(p.rank_for_index(q, Some(1)), Some(8));
+        assert_eq!(p.rank_for_index(q, Some(0)), None);
+        // a dotted target that is the same in every layer adapts all 32: 65,536 × 32.
+        let all = plan(
+            &s,
+            &lora(LoraTargets::Modules(vec!["self_attn.q_proj".into()])),
+        )
+        .unwrap();
+        assert_eq!(all.trainable_params, 65_536 * 32);
+        assert_eq!(all.adapted.iter().map(|a| a.repeat).sum::<u32>(), 32);
+    }
+
+    #[test]
     fn unknown_target_is_rejected_by_field_name() {
         let err = plan(
             &llama8b(),
