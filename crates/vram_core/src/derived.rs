@@ -1,6 +1,7 @@
 //! Facts derived once per model and reused by every estimate of it: tensors grouped by shape (so
-//! per-tensor sums multiply instead of iterate), the per-layer tensor lists, and the runs of
-//! consecutive identical layers that the activation walk computes once and repeats.
+//! per-tensor sums multiply instead of iterate), the per-layer tensor lists, the runs of consecutive
+//! identical layers, and the kinds of layers (identical ones, consecutive or not) that the
+//! activation walk computes once and replays.
 //!
 //! Nothing here depends on the scenario, so a chart's sweep, a solver's probes or the page's
 //! make-it-fit search pay for it once per model. [`ModelSpec::derived`] computes it on first use and
@@ -8,7 +9,7 @@
 //! `tensors` by hand does so before the first estimate).
 
 use crate::params::ParamCounts;
-use crate::spec::{Component, LinearShape, ModelSpec, TensorSpec};
+use crate::spec::{Component, ModelSpec, TensorSpec};
 
 /// Tensors of identical shape, kind and role: per-tensor formulas give the same bytes for each, so
 /// sums over the inventory are `count ×` one tensor.
@@ -195,11 +196,6 @@ impl Derived {
             has_lm_head: any(Component::LmHead),
         }
     }
-}
-
-/// The linear shape of a group's tensors, if they are `nn.Linear` weights.
-pub fn group_linear(spec: &ModelSpec, g: &TensorGroup) -> Option<LinearShape> {
-    spec.tensors[g.first].linear
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The validated model description: no `Option` left for sizes, one entry per layer, and the full
-//! tensor inventory (every parameter tensor with its HF name and shape) from which parameter counts,
-//! LoRA targets, quantized sizes and per-layer memory are derived.
+//! tensor inventory (every parameter tensor with its HF name and shape, runs of identical layers kept
+//! once with a count) from which parameter counts, LoRA targets, quantized sizes and per-layer memory
+//! are derived.
 
 use serde::{Deserialize, Serialize};
 
@@ -304,7 +305,9 @@ pub struct ModelSpec {
     pub vision: Option<VisionSpec>,
     /// `quantization_config` as written, if any (its interpretation lives in the inference model).
     pub quantization_config: Option<serde_json::Value>,
-    /// Every parameter tensor.
+    /// Every parameter tensor. An entry with `repeat > 1` stands for the same tensor in that many
+    /// consecutive layers (a run of identical layers is resolved once); [`ModelSpec::instances`]
+    /// lists one per layer.
     pub tensors: Vec<TensorSpec>,
     /// Assumptions made while reading the config (unknown `model_type`, defaults filled in).
     pub warnings: Vec<String>,
