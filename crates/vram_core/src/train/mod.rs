@@ -127,6 +127,10 @@ struct PersistentPart {
     pers: persistent::Persistent,
     shard: zero::Sharded,
     temp: u64,
+    /// Allocated bytes of weights, gradients and states on the GPU.
+    persistent_alloc: u64,
+    /// The same rounded by the caching allocator, plus the buffers.
+    persistent_reserved: u64,
 }
 
 impl PersistentPart {
@@ -152,12 +156,15 @@ impl PersistentPart {
         } else {
             0
         };
+        let (persistent_alloc, persistent_reserved) = persistent_reserved(scenario, &pers, &shard);
         Ok(PersistentPart {
             precision,
             plan,
             pers,
             shard,
             temp,
+            persistent_alloc,
+            persistent_reserved,
         })
     }
 
@@ -172,6 +179,45 @@ impl PersistentPart {
             && a.offload_optimizer == b.offload_optimizer
             && a.offload_params == b.offload_params
     }
+}
+
+/// Reserved bytes of the persistent tensors (each rounded by the caching allocator, plus the
+/// buffers) and their allocated bytes: `(allocated, reserved)`.
+fn persistent_reserved(
+    scenario: &Scenario,
+    pers: &persistent::Persistent,
+    shard: &zero::Sharded,
+) -> (u64, u64) {
+    let n = scenario.gpus.max(1);
+    let persistent_sizes = pers.tensors.iter().flat_map(|t| {
+        let w = if scenario.zero.0 >= 3 && scenario.offload_params {
+            0
+        } else if scenario.zero.0 >= 3 {
+            t.weight_bytes.div_ceil(n)
+        } else {
+            t.weight_bytes
+        };
+        let gr = if scenario.zero.0 >= 2 {
+            t.grad_bytes.div_ceil(n)
+        } else {
+            t.grad_bytes
+        };
+        let states: &[u64] = if shard.optimizer_on_gpu {
+            t.state_tensors.as_slice()
+        } else {
+            &[]
+        };
+        let state_div = if scenario.zero.0 >= 1 { n } else { 1 };
+        [w, gr]
+            .into_iter()
+            .chain(states.iter().map(move |s| s.div_ceil(state_div)))
+            .map(move |size| (size, t.count))
+    });
+    let persistent_alloc = shard.weights_bytes + shard.gradients_bytes + shard.optimizer_bytes;
+    let persistent_reserved = allocator::reserved_for_counted(persistent_sizes)
+        .max(persistent_alloc)
+        .saturating_add(shard.buffers_bytes);
+    (persistent_alloc, persistent_reserved)
 }
 
 /// The figures of a training estimate, before they are explained.
@@ -200,6 +246,7 @@ fn compute(
         pers,
         shard,
         temp,
+        ..
     } = part;
     let (precision, temp) = (*precision, *temp);
     let prof = activations::profile(spec, scenario, precision, plan.as_ref(), counting)?;
@@ -282,36 +329,7 @@ fn compute(
         .filter(|p| p.name != "load")
         .map(|p| (p.name, p.peak_allocated_bytes))
         .fold(("", 0u64), |acc, x| if x.1 > acc.1 { x } else { acc });
-    // reserved: persistent tensors rounded one by one + the transient part at the peak.
-    let n = scenario.gpus.max(1);
-    let persistent_sizes = pers.tensors.iter().flat_map(|t| {
-        let w = if scenario.zero.0 >= 3 && scenario.offload_params {
-            0
-        } else if scenario.zero.0 >= 3 {
-            t.weight_bytes.div_ceil(n)
-        } else {
-            t.weight_bytes
-        };
-        let gr = if scenario.zero.0 >= 2 {
-            t.grad_bytes.div_ceil(n)
-        } else {
-            t.grad_bytes
-        };
-        let states: &[u64] = if shard.optimizer_on_gpu {
-            t.state_tensors.as_slice()
-        } else {
-            &[]
-        };
-        let state_div = if scenario.zero.0 >= 1 { n } else { 1 };
-        [w, gr]
-            .into_iter()
-            .chain(states.iter().map(move |s| s.div_ceil(state_div)))
-            .map(move |size| (size, t.count))
-    });
-    let persistent_alloc = shard.weights_bytes + shard.gradients_bytes + shard.optimizer_bytes;
-    let persistent_reserved = allocator::reserved_for_counted(persistent_sizes)
-        .max(persistent_alloc)
-        .saturating_add(shard.buffers_bytes);
+    let (persistent_alloc, persistent_reserved) = (part.persistent_alloc, part.persistent_reserved);
     // Monotone combination: the rounded persistent tensors or the peak, whichever is larger, plus
     // one 2 MiB round-up per activation group (layers, embedding, head).
     let groups = spec.layers.len() as u64 + 2;
@@ -362,6 +380,7 @@ pub fn estimate_training_counting(
         pers,
         shard,
         temp,
+        ..
     } = part;
     let n = scenario.gpus.max(1);
     let phases = phases::named(&figures);

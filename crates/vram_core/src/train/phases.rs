@@ -68,16 +68,24 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
     };
     let mut grads_done = grads_at_start.saturating_add(head_grad);
     let mut kept_below: u64 = after_head;
-    for l in prof.layers.iter().rev() {
+    // Identical consecutive layers, taken together: across such a run the saved bytes still held
+    // fall and the gradients done grow by the same amounts per layer, so the peak of the run is at
+    // its first or its last layer (both computed with the per-layer saturating arithmetic).
+    let mut rest = prof.layers.as_slice();
+    while let Some((l, _)) = rest.split_last() {
+        let run = rest.iter().rev().take_while(|x| *x == l).count();
+        rest = &rest[..rest.len() - run];
+        let run = run as u64;
         let kept = if prof.checkpointing {
             l.input_bytes
         } else {
             l.saved_bytes
         };
-        kept_below = kept_below.saturating_sub(kept);
-        if grads_at_start == 0 {
-            grads_done = grads_done.saturating_add(scale(l.grad_bytes));
-        }
+        let grad = if grads_at_start == 0 {
+            scale(l.grad_bytes)
+        } else {
+            0
+        };
         let own = if prof.checkpointing {
             l.saved_bytes.saturating_add(l.input_bytes)
         } else {
@@ -91,11 +99,16 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
         let layer_peak = own
             .saturating_add(l.mlp_backward_transient_bytes)
             .max(attn_own.saturating_add(l.attn_backward_transient_bytes));
-        let point = kept_below
-            .saturating_add(layer_peak)
-            .saturating_add(grads_done)
-            .saturating_add(prof.grad_stream_bytes);
-        peak = peak.max(point);
+        let point = |j: u64| {
+            kept_below
+                .saturating_sub(kept.saturating_mul(j))
+                .saturating_add(layer_peak)
+                .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
+                .saturating_add(prof.grad_stream_bytes)
+        };
+        peak = peak.max(point(1)).max(point(run));
+        kept_below = kept_below.saturating_sub(kept.saturating_mul(run));
+        grads_done = grads_done.saturating_add(grad.saturating_mul(run));
     }
     // the embedding's backward comes last: what was saved before the first layer (embedding
     // dropout masks, rotary cos/sin) has been released by then.
@@ -225,4 +238,122 @@ pub fn named(figures: &[PhaseFigure]) -> Vec<Phase> {
                 .collect(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::activations::LayerAct;
+
+    /// The backward walk one layer at a time, as it was written before runs were taken together.
+    fn per_layer_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start: u64) -> u64 {
+        let scale = |g: u64| g.saturating_mul(inp.grad_scale_num) / inp.grad_scale_den.max(1);
+        let mut peak = prof
+            .forward_end_bytes
+            .saturating_add(prof.ce_backward_bytes)
+            .saturating_add(grads_at_start);
+        let mut kept_below = prof
+            .forward_end_bytes
+            .saturating_sub(prof.log_softmax_bytes)
+            .saturating_sub(prof.labels_saved_bytes)
+            .saturating_sub(prof.head_saved_bytes);
+        let mut grads_done = grads_at_start.saturating_add(if grads_at_start > 0 {
+            0
+        } else {
+            scale(inp.head_grad_bytes)
+        });
+        for l in prof.layers.iter().rev() {
+            let kept = if prof.checkpointing {
+                l.input_bytes
+            } else {
+                l.saved_bytes
+            };
+            kept_below = kept_below.saturating_sub(kept);
+            if grads_at_start == 0 {
+                grads_done = grads_done.saturating_add(scale(l.grad_bytes));
+            }
+            let own = if prof.checkpointing {
+                l.saved_bytes + l.input_bytes
+            } else {
+                l.saved_bytes
+            };
+            let attn_own = if prof.checkpointing {
+                l.attn_saved_bytes + l.input_bytes
+            } else {
+                l.attn_saved_bytes
+            };
+            let layer_peak = (own + l.mlp_backward_transient_bytes)
+                .max(attn_own + l.attn_backward_transient_bytes);
+            peak = peak.max(kept_below + layer_peak + grads_done + prof.grad_stream_bytes);
+        }
+        let end = kept_below
+            .saturating_sub(prof.pre_saved_bytes)
+            .saturating_add(inp.gradients_bytes.max(grads_done))
+            .saturating_add(inp.tied_embedding_grad_bytes);
+        peak.max(end)
+    }
+
+    #[test]
+    fn runs_of_identical_layers_give_the_per_layer_backward_peak() {
+        let layer = |saved: u64, grad: u64, mlp: u64| LayerAct {
+            saved_bytes: saved,
+            attn_saved_bytes: saved / 3,
+            input_bytes: 100,
+            mlp_backward_transient_bytes: mlp,
+            attn_backward_transient_bytes: mlp / 2,
+            grad_bytes: grad,
+        };
+        // gradients growing faster than saved bytes fall (peak at the run's last layer), slower
+        // (at its first), alternating kinds, a dense prefix before a long run.
+        let stacks = [
+            vec![layer(1_000, 5_000, 700); 12],
+            vec![layer(5_000, 1_000, 700); 12],
+            (0..10)
+                .map(|i| layer(1_000 + (i % 2) * 4_000, 3_000, 900))
+                .collect(),
+            [
+                vec![layer(2_000, 8_000, 50); 3],
+                vec![layer(9_000, 100, 4_000); 20],
+            ]
+            .concat(),
+        ];
+        for layers in stacks {
+            for checkpointing in [false, true] {
+                let kept: u64 = layers
+                    .iter()
+                    .map(|l| {
+                        if checkpointing {
+                            l.input_bytes
+                        } else {
+                            l.saved_bytes
+                        }
+                    })
+                    .sum();
+                let prof = ActivationProfile {
+                    layers: layers.clone(),
+                    forward_end_bytes: kept + 10_000,
+                    head_saved_bytes: 3_000,
+                    log_softmax_bytes: 4_000,
+                    ce_backward_bytes: 8_000,
+                    grad_stream_bytes: 64,
+                    pre_saved_bytes: 500,
+                    checkpointing,
+                    ..ActivationProfile::default()
+                };
+                for grads_at_start in [0, 77_000] {
+                    let inp = PhaseInputs {
+                        gradients_bytes: 40_000,
+                        head_grad_bytes: 2_000,
+                        grad_scale_num: 1,
+                        grad_scale_den: 1,
+                        ..PhaseInputs::default()
+                    };
+                    assert_eq!(
+                        backward_peak(&prof, &inp, grads_at_start),
+                        per_layer_peak(&prof, &inp, grads_at_start)
+                    );
+                }
+            }
+        }
+    }
 }
