@@ -287,14 +287,20 @@ pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
     let positions = learned_positions(spec);
     let mut best = 0u64;
     // Layers of one spec cost the same: each distinct one is computed once (a handful per model).
-    let mut seen: Vec<(&LayerSpec, AttentionBytes, FfnBytes)> = Vec::new();
+    // Decoder layers are keyed by their kind (`ModelSpec::derived`), encoder layers by their spec.
+    let kinds = &spec.derived().layer_kind;
+    let mut seen: Vec<(usize, AttentionBytes, FfnBytes)> = Vec::new();
     for (i, layer) in encoder.iter().chain(spec.layers.iter()).enumerate() {
-        let ((attn, scores, repeat), (ffn, routing)) = match seen.iter().find(|e| e.0 == layer) {
+        let key = match i.checked_sub(encoder.len()) {
+            Some(d) => kinds.get(d).copied().unwrap_or(d) + encoder.len(),
+            None => encoder.iter().position(|e| e == layer).unwrap_or(i),
+        };
+        let ((attn, scores, repeat), (ffn, routing)) = match seen.iter().find(|e| e.0 == key) {
             Some(e) => (e.1, e.2),
             None => {
                 let a = attention_bytes(spec, layer, s);
                 let f = ffn_bytes(spec, layer, s);
-                seen.push((layer, a, f));
+                seen.push((key, a, f));
                 (a, f)
             }
         };
