@@ -148,49 +148,107 @@ fn estimate_inference_explained(
 ) -> Result<InferEstimate, ScenarioError> {
     scenario.validate()?;
     vllm::validate(&scenario.serving)?;
-    let (format, compute, format_source, format_note) = resolve_format(spec, scenario)?;
-    let mut notes: Vec<String> = format_note.into_iter().collect();
-    let apply_skips = format_source == "quantization_config";
-    let w = weights::weights(spec, &format, compute, apply_skips);
-    let kv_dtype = parse_kv_dtype(scenario.kv_dtype.as_deref(), scenario.engine, compute)?;
-    let flash = scenario.attention == AttentionImpl::Flash;
+    let part = InferPart::of(spec, scenario)?;
+    estimate_with(spec, scenario, overheads, &part, explain)
+}
+
+/// The part of an inference estimate that does not depend on batch or context: the weight format
+/// and bytes, the KV dtype and cache layouts. A sweep over batch or context computes it once.
+struct InferPart {
+    format: WeightFormat,
+    compute: Dtype,
+    format_source: String,
+    format_note: Option<String>,
+    w: WeightsBreakdown,
+    kv_dtype: KvDtype,
+    vllm_layout: KvLayout,
+    /// The scenario engine's layout (transformers' or a copy of vLLM's).
+    layout: KvLayout,
+}
+
+impl InferPart {
+    fn of(spec: &ModelSpec, scenario: &Scenario) -> Result<Self, ScenarioError> {
+        let (format, compute, format_source, format_note) = resolve_format(spec, scenario)?;
+        let apply_skips = format_source == "quantization_config";
+        let w = weights::weights(spec, &format, compute, apply_skips);
+        let kv_dtype = parse_kv_dtype(scenario.kv_dtype.as_deref(), scenario.engine, compute)?;
+        let flash = scenario.attention == AttentionImpl::Flash;
+        let tp = scenario.serving.tensor_parallel_size.max(1);
+        let vllm_layout = KvLayout::new(
+            spec,
+            Engine::Vllm,
+            vllm_kv(kv_dtype, compute),
+            compute,
+            tp,
+            flash,
+        );
+        let layout = match scenario.engine {
+            Engine::Vllm => vllm_layout.clone(),
+            Engine::Transformers => {
+                KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
+            }
+        };
+        Ok(InferPart {
+            format,
+            compute,
+            format_source,
+            format_note,
+            w,
+            kv_dtype,
+            vllm_layout,
+            layout,
+        })
+    }
+
+    /// Whether `a` and `b` give the same part.
+    fn shared_by(a: &Scenario, b: &Scenario) -> bool {
+        a.weights == b.weights
+            && a.dtype == b.dtype
+            && a.kv_dtype == b.kv_dtype
+            && a.engine == b.engine
+            && (a.attention == AttentionImpl::Flash) == (b.attention == AttentionImpl::Flash)
+            && a.serving.tensor_parallel_size == b.serving.tensor_parallel_size
+    }
+}
+
+/// The estimate of `scenario` with its batch- and context-independent `part`.
+fn estimate_with(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    part: &InferPart,
+    explain: bool,
+) -> Result<InferEstimate, ScenarioError> {
+    let InferPart {
+        format,
+        compute,
+        format_source,
+        format_note,
+        w,
+        kv_dtype,
+        vllm_layout,
+        layout,
+    } = part;
+    let (compute, kv_dtype) = (*compute, *kv_dtype);
+    let mut notes: Vec<String> = if explain {
+        format_note.iter().cloned().collect()
+    } else {
+        Vec::new()
+    };
     let b = scenario.batch;
     let s = scenario.seq_len;
     let enc_dec = spec.kind == ModelKind::EncoderDecoder;
     let encoder_tokens = if enc_dec { s } else { 0 };
-
     let tp = scenario.serving.tensor_parallel_size.max(1);
-    let vllm_layout = KvLayout::new(
-        spec,
-        Engine::Vllm,
-        vllm_kv(kv_dtype, compute),
-        compute,
-        tp,
-        flash,
-    );
-    let serving = vllm::serving(
-        spec,
-        &scenario.serving,
-        &w,
-        &vllm_layout,
-        compute,
-        s,
-        explain,
-    );
+    let serving = vllm::serving(spec, &scenario.serving, w, vllm_layout, compute, s, explain);
 
-    let layout = match scenario.engine {
-        Engine::Vllm => vllm_layout.clone(),
-        Engine::Transformers => {
-            KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
-        }
-    };
     let kv_steady = layout.bytes(b, s, encoder_tokens, Moment::Steady);
     let mut terms = Terms::new(explain);
-    terms.add(|| weights::weights_term(&format, &w, compute));
+    terms.add(|| weights::weights_term(format, w, compute));
     terms.add(|| {
         let (full, sliding, state) = layout.layer_counts();
         kv_term(
-            &layout,
+            layout,
             b,
             s,
             encoder_tokens,
@@ -251,9 +309,9 @@ fn estimate_inference_explained(
             spec,
             scenario,
             compute,
-            &format,
-            &w,
-            &layout,
+            format,
+            w,
+            layout,
             encoder_tokens,
             overheads,
             &mut terms,
@@ -262,13 +320,25 @@ fn estimate_inference_explained(
     };
     Ok(InferEstimate {
         engine: profile,
-        weights_format: format.name(),
-        weights_format_source: format_source,
+        weights_format: if explain {
+            format.name()
+        } else {
+            String::new()
+        },
+        weights_format_source: if explain {
+            format_source.clone()
+        } else {
+            String::new()
+        },
         weights_bytes: match scenario.engine {
             Engine::Vllm => serving.weights_per_gpu_bytes,
             Engine::Transformers => w.total_bytes,
         },
-        weights_breakdown: w,
+        weights_breakdown: if explain {
+            w.clone()
+        } else {
+            WeightsBreakdown::default()
+        },
         kv_cache_bytes: kv_steady,
         kv_cache_after_prefill_bytes: est.kv_after_prefill.unwrap_or(kv_steady),
         kv_cache_after_decode_bytes: est.kv_after_decode.unwrap_or(kv_steady),
@@ -730,13 +800,24 @@ pub fn inference_totals(
 }
 
 /// Estimates the totals of every scenario of `scenarios` for one model (a chart's points).
+/// Consecutive scenarios that differ only in batch, context or serving limits share the weights
+/// and cache layouts, computed once.
 pub fn sweep(
     spec: &ModelSpec,
     scenarios: &[Scenario],
     overheads: &DeviceOverheads,
 ) -> Vec<Result<InferTotals, ScenarioError>> {
+    let mut last: Option<(&Scenario, InferPart)> = None;
     scenarios
         .iter()
-        .map(|s| inference_totals(spec, s, overheads))
+        .map(|s| {
+            s.validate()?;
+            vllm::validate(&s.serving)?;
+            let (_, part) = match last.take() {
+                Some((prev, part)) if InferPart::shared_by(prev, s) => last.insert((prev, part)),
+                _ => last.insert((s, InferPart::of(spec, s)?)),
+            };
+            estimate_with(spec, s, overheads, part, false).map(|e| InferTotals::of(&e))
+        })
         .collect()
 }

@@ -26,7 +26,7 @@ use crate::units::group_thousands;
 use serde::{Deserialize, Serialize};
 
 /// Weight bytes of a model in one format.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WeightsBreakdown {
     /// Every tensor, quantized or not.
     pub total_bytes: u64,
