@@ -164,6 +164,8 @@ struct InferPart {
     vllm_layout: KvLayout,
     /// The scenario engine's layout (transformers' or a copy of vLLM's).
     layout: KvLayout,
+    /// vLLM's profiled activation peak (depends on the serving limits, not on the context).
+    act_peak: vllm::ActivationPeak,
 }
 
 impl InferPart {
@@ -188,6 +190,7 @@ impl InferPart {
                 KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
             }
         };
+        let act_peak = vllm::ActivationPeak::of(spec, &scenario.serving, compute, tp);
         Ok(InferPart {
             format,
             compute,
@@ -197,6 +200,7 @@ impl InferPart {
             kv_dtype,
             vllm_layout,
             layout,
+            act_peak,
         })
     }
 
@@ -208,6 +212,8 @@ impl InferPart {
             && a.engine == b.engine
             && (a.attention == AttentionImpl::Flash) == (b.attention == AttentionImpl::Flash)
             && a.serving.tensor_parallel_size == b.serving.tensor_parallel_size
+            && a.serving.max_num_batched_tokens == b.serving.max_num_batched_tokens
+            && a.serving.max_num_seqs == b.serving.max_num_seqs
     }
 }
 
@@ -228,6 +234,7 @@ fn estimate_with(
         kv_dtype,
         vllm_layout,
         layout,
+        act_peak,
     } = part;
     let (compute, kv_dtype) = (*compute, *kv_dtype);
     let mut notes: Vec<String> = if explain {
@@ -240,7 +247,16 @@ fn estimate_with(
     let enc_dec = spec.kind == ModelKind::EncoderDecoder;
     let encoder_tokens = if enc_dec { s } else { 0 };
     let tp = scenario.serving.tensor_parallel_size.max(1);
-    let serving = vllm::serving(spec, &scenario.serving, w, vllm_layout, compute, s, explain);
+    let serving = vllm::serving(
+        spec,
+        &scenario.serving,
+        w,
+        vllm_layout,
+        compute,
+        s,
+        explain,
+        act_peak,
+    );
 
     let kv_steady = layout.bytes(b, s, encoder_tokens, Moment::Steady);
     let mut terms = Terms::new(explain);

@@ -168,7 +168,7 @@ pub fn activation_peak(
 }
 
 /// The parts of vLLM's profiled activation peak.
-struct ActivationPeak {
+pub(crate) struct ActivationPeak {
     tokens: u64,
     layer_bytes: u64,
     rows: u64,
@@ -176,7 +176,7 @@ struct ActivationPeak {
 }
 
 impl ActivationPeak {
-    fn of(spec: &ModelSpec, s: &ServingInputs, dtype: Dtype, tp: u64) -> Self {
+    pub(crate) fn of(spec: &ModelSpec, s: &ServingInputs, dtype: Dtype, tp: u64) -> Self {
         let tokens = s.max_num_batched_tokens;
         let shape = ForwardShape {
             batch: 1,
@@ -276,7 +276,8 @@ fn paging(
 
 /// The serving figures for `spec` with weights `w` (whole model), cache layout `kv` (per GPU) and
 /// the scenario's context length `context` (tokens per sequence).
-pub fn serving(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn serving(
     spec: &ModelSpec,
     s: &ServingInputs,
     w: &WeightsBreakdown,
@@ -284,6 +285,7 @@ pub fn serving(
     dtype: Dtype,
     context: u64,
     explain: bool,
+    act_peak: &ActivationPeak,
 ) -> ServingEstimate {
     let tp = s.tensor_parallel_size.max(1);
     let block = match (s.block_size, kv.block_size) {
@@ -298,7 +300,6 @@ pub fn serving(
     };
     let requested = (s.gpu_memory_bytes as f64 * s.gpu_memory_utilization).floor() as u64;
     let (weights_gpu, rope) = weights_per_gpu(spec, w, tp, dtype);
-    let act_peak = ActivationPeak::of(spec, s, dtype, tp);
     let act = act_peak.total;
     let non_torch = s.non_torch_bytes.unwrap_or_else(|| non_torch_default(tp));
     let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
