@@ -1,5 +1,5 @@
 //! Runs one estimator call 200 times, for profiling (`valgrind --tool=callgrind`):
-//! `P=<preset id> prof_one parse|train|totals|infer|itotals`.
+//! `P=<preset id> prof_one parse|train|totals|tsweep|infer|itotals`.
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
     let id = std::env::var("P").unwrap_or_else(|_| "Qwen__Qwen3-8B".into());
@@ -13,6 +13,12 @@ fn main() {
         vram_core::Scenario::default(),
         vram_core::Scenario::inference(),
     );
+    let points: Vec<vram_core::Scenario> = (1..=64)
+        .map(|b| vram_core::Scenario {
+            batch: b,
+            ..t.clone()
+        })
+        .collect();
     for _ in 0..200 {
         match which.as_str() {
             "parse" => drop(std::hint::black_box(vram_core::parse_config(p.json, None))),
@@ -21,6 +27,9 @@ fn main() {
             ))),
             "totals" => drop(std::hint::black_box(vram_core::train::training_totals(
                 &spec, &t, &o,
+            ))),
+            "tsweep" => drop(std::hint::black_box(vram_core::train::sweep(
+                &spec, &points, &o,
             ))),
             "infer" => drop(std::hint::black_box(vram_core::infer::estimate_inference(
                 &spec, &i, &o,

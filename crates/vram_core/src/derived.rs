@@ -9,7 +9,7 @@
 //! `tensors` by hand does so before the first estimate).
 
 use crate::params::ParamCounts;
-use crate::spec::{Component, ModelSpec, TensorSpec};
+use crate::spec::{AttentionSpec, Component, LayerSpec, ModelSpec, TensorSpec};
 
 /// Tensors of identical shape, kind and role: per-tensor formulas give the same bytes for each, so
 /// sums over the inventory are `count ×` one tensor.
@@ -56,6 +56,14 @@ pub struct Derived {
     /// Per layer, the first layer identical to it (itself when it is the first of its kind):
     /// sliding and global layers that alternate form two kinds, not 2 × n runs.
     pub layer_kind: Vec<usize>,
+    /// [`Derived::layer_kind`] with sliding windows disregarded: the training walk, which does not
+    /// read windows (HF training attends through the mask), walks Gemma-2's alternating sliding and
+    /// global layers as one kind.
+    pub walk_kind: Vec<usize>,
+    /// Per layer, whether its attention normalises queries and keys (`q_norm`, `k_norm`).
+    pub layer_qk_norm: Vec<bool>,
+    /// Per layer, the index of its shared-expert gate (`shared_expert_gate`, Qwen2-MoE), if any.
+    pub layer_shared_expert_gate: Vec<Option<usize>>,
     /// Whether a learned position embedding exists.
     pub has_position_embedding: bool,
     /// Whether a final norm exists.
@@ -152,8 +160,15 @@ impl Derived {
             .max()
             .unwrap_or(0)
             .max(outside_max);
-        let identical = |a: usize, b: usize| {
-            spec.layers[a] == spec.layers[b]
+        let without_window = |l: &LayerSpec| LayerSpec {
+            attention: l.attention.map(|a| AttentionSpec {
+                sliding_window: None,
+                ..a
+            }),
+            ..*l
+        };
+        let identical_but_window = |a: usize, b: usize| {
+            without_window(&spec.layers[a]) == without_window(&spec.layers[b])
                 && layer_tensors[a].len() == layer_tensors[b].len()
                 && layer_all_numel[a] == layer_all_numel[b]
                 && layer_tensors[a]
@@ -164,6 +179,8 @@ impl Derived {
                         x == y || (same_kind(tx, ty) && role_matches(tx, a, ty, b))
                     })
         };
+        let identical =
+            |a: usize, b: usize| spec.layers[a] == spec.layers[b] && identical_but_window(a, b);
         let mut runs: Vec<LayerRun> = Vec::new();
         for i in 0..n_layers {
             match runs.last_mut() {
@@ -171,14 +188,34 @@ impl Derived {
                 _ => runs.push(LayerRun { start: i, count: 1 }),
             }
         }
-        let mut kinds: Vec<usize> = Vec::new();
-        let layer_kind = (0..n_layers)
-            .map(|i| match kinds.iter().find(|&&k| identical(k, i)) {
-                Some(&k) => k,
-                None => {
-                    kinds.push(i);
-                    i
-                }
+        let kinds_by = |same: &dyn Fn(usize, usize) -> bool| -> Vec<usize> {
+            let mut kinds: Vec<usize> = Vec::new();
+            (0..n_layers)
+                .map(|i| match kinds.iter().find(|&&k| same(k, i)) {
+                    Some(&k) => k,
+                    None => {
+                        kinds.push(i);
+                        i
+                    }
+                })
+                .collect()
+        };
+        let layer_kind = kinds_by(&identical);
+        let walk_kind = kinds_by(&identical_but_window);
+        let layer_qk_norm = layer_tensors
+            .iter()
+            .map(|ix| {
+                ix.iter()
+                    .any(|&j| spec.tensors[j].name.contains(".q_norm."))
+            })
+            .collect();
+        let layer_shared_expert_gate = layer_tensors
+            .iter()
+            .map(|ix| {
+                ix.iter().copied().find(|&j| {
+                    let t = &spec.tensors[j];
+                    t.name.contains(".shared_expert_gate") && t.linear.is_some()
+                })
             })
             .collect();
         let any = |c: Component| spec.tensors.iter().any(|t| t.component == c);
@@ -191,6 +228,9 @@ impl Derived {
             largest_layer_params,
             runs,
             layer_kind,
+            walk_kind,
+            layer_qk_norm,
+            layer_shared_expert_gate,
             has_position_embedding: any(Component::PositionEmbedding),
             has_final_norm: any(Component::FinalNorm),
             has_lm_head: any(Component::LmHead),

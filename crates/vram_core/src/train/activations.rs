@@ -601,7 +601,7 @@ impl<'a> Walk<'a> {
         }
         let q_elems = t * q_dim;
         let k_elems = t * kv_dim;
-        let has_qk_norm = tensors.iter().any(|t| t.name.contains(".q_norm."));
+        let has_qk_norm = self.derived.layer_qk_norm.get(i).copied().unwrap_or(false);
         let (mut q, mut k) = (q0, k0);
         if has_qk_norm {
             let qn = self.norm(sim, q, q_elems, t * a.num_heads);
@@ -689,10 +689,14 @@ impl<'a> Walk<'a> {
             sim.drop(prod);
             // Qwen2-MoE: `sigmoid(shared_expert_gate(x)) * shared_expert_output`; the product saves
             // the shared expert's output (b·s·H) and the sigmoid output.
-            let shared_gate = tensors
-                .iter()
+            let spec = self.spec;
+            let shared_gate = self
+                .derived
+                .layer_shared_expert_gate
+                .get(i)
                 .copied()
-                .find(|t| t.name.contains(".shared_expert_gate") && t.linear.is_some());
+                .flatten()
+                .map(|j| &spec.tensors[j]);
             if let (Component::SharedExperts, Some(gt)) = (comp, shared_gate) {
                 let gl = self.lin(gt);
                 let g = self.linear(sim, n, gl, t);
@@ -928,7 +932,7 @@ fn lora_layer_kinds(w: &Walk<'_>) -> Vec<usize> {
     (0..d.layer_tensors.len())
         .map(|i| {
             let same = |r: &&usize| {
-                d.layer_kind.get(**r) == d.layer_kind.get(i) && adapted(**r).eq(adapted(i))
+                d.walk_kind.get(**r) == d.walk_kind.get(i) && adapted(**r).eq(adapted(i))
             };
             match reps.iter().find(same) {
                 Some(&r) => r,
@@ -991,7 +995,7 @@ fn profile_with(
         rope,
         gemma_norm: mt.starts_with("gemma"),
         derived: spec.derived(),
-        cache: Vec::new(),
+        cache: Vec::with_capacity(64),
         layer: 0,
         cache_free_bytes: 0,
         replay,
@@ -1012,7 +1016,7 @@ fn profile_with(
 }
 
 fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
-    let mut sim = Sim::with_capacity(64);
+    let mut sim = Sim::with_capacity(256);
     w.cache.clear();
     w.cache_free_bytes = 0;
     w.autocast_copy_bytes = 0;
@@ -1080,7 +1084,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
             sim.discard_saves = true;
         }
         let input = sim.state(x);
-        let kind = w.derived.layer_kind.get(i).copied().unwrap_or(i);
+        let kind = w.derived.walk_kind.get(i).copied().unwrap_or(i);
         let replay = seen.iter().filter(|_| w.replay).find(|(k, d)| {
             *k == kind && d.input == input && lora_kind.get(d.layer) == lora_kind.get(i)
         });
