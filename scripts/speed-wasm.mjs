@@ -2,7 +2,7 @@
 // Node's V8, the engine family of the page's Chromium: the wasm column of docs/performance.md §Core.
 //   rustup target add wasm32-wasip1
 //   cargo build --release --target wasm32-wasip1 -p vram_core --example speed
-//   node scripts/speed-wasm.mjs [CALLS]
+//   node scripts/speed-wasm.mjs [CALLS] [warm]   (warm: an untimed pass first, so V8 has tiered up)
 import { readFile } from 'node:fs/promises';
 import { WASI } from 'node:wasi';
 import { argv } from 'node:process';

@@ -152,8 +152,9 @@ pub enum Moment {
     AfterPrefill,
 }
 
-/// The cache layout of a model for one engine and KV dtype.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The cache layout of a model for one engine and KV dtype (built by [`KvLayout::new`]; serialised
+/// for inspection only, so it is not read back).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KvLayout {
     /// Engine modelled.
     pub engine: Engine,
@@ -169,6 +170,22 @@ pub struct KvLayout {
     pub block_size: Option<u64>,
     /// How MLA is stored, when the model has MLA.
     pub mla_storage: Option<String>,
+    /// The distinct entries of `layers` with how many layers have each (sums over the layers
+    /// multiply instead of iterating).
+    #[serde(skip)]
+    pub distinct: Vec<(LayerCache, u64)>,
+}
+
+/// The distinct caches of `layers` with their counts, in order of first appearance.
+fn distinct(layers: &[LayerCache]) -> Vec<(LayerCache, u64)> {
+    let mut out: Vec<(LayerCache, u64)> = Vec::new();
+    for l in layers {
+        match out.iter_mut().find(|(d, _)| d == l) {
+            Some((_, n)) => *n += 1,
+            None => out.push((*l, 1)),
+        }
+    }
+    out
 }
 
 fn ceil_to(x: u64, m: u64) -> u64 {
@@ -299,6 +316,7 @@ impl KvLayout {
             engine,
             kv_dtype,
             compute,
+            distinct: distinct(&layers),
             layers,
             cross_elements_per_token,
             block_size,
@@ -333,9 +351,9 @@ impl KvLayout {
     /// Bytes per token of one sequence over every attention layer (sliding layers included, as
     /// below their window), without page rounding.
     pub fn bytes_per_token(&self) -> u64 {
-        self.layers
+        self.distinct
             .iter()
-            .map(|l| self.layer_bytes_per_token(l))
+            .map(|(l, n)| self.layer_bytes_per_token(l).saturating_mul(*n))
             .fold(0, u64::saturating_add)
     }
 
@@ -357,13 +375,15 @@ impl KvLayout {
 
     /// Bytes per token of the full-attention layers only (the part that grows without bound).
     pub fn full_bytes_per_token(&self) -> u64 {
-        self.layers
+        self.distinct
             .iter()
-            .map(|l| match *l {
+            .map(|(l, n)| match *l {
                 LayerCache::Full {
                     elements_per_token,
                     heads,
-                } => self.token_bytes(elements_per_token, heads),
+                } => self
+                    .token_bytes(elements_per_token, heads)
+                    .saturating_mul(*n),
                 _ => 0,
             })
             .fold(0, u64::saturating_add)
@@ -371,12 +391,14 @@ impl KvLayout {
 
     /// Fixed state bytes per sequence (state-space layers, in the compute dtype).
     pub fn state_bytes_per_sequence(&self) -> u64 {
-        self.layers
+        self.distinct
             .iter()
-            .map(|l| match *l {
+            .map(|(l, n)| match *l {
                 LayerCache::State {
                     elements_per_sequence,
-                } => elements_per_sequence.saturating_mul(self.compute.bytes()),
+                } => elements_per_sequence
+                    .saturating_mul(self.compute.bytes())
+                    .saturating_mul(*n),
                 _ => 0,
             })
             .fold(0, u64::saturating_add)
@@ -408,9 +430,9 @@ impl KvLayout {
     /// plus cross-attention over `encoder_tokens` encoder tokens.
     pub fn bytes(&self, batch: u64, tokens: u64, encoder_tokens: u64, moment: Moment) -> u64 {
         let per_seq = self
-            .layers
+            .distinct
             .iter()
-            .map(|l| match *l {
+            .map(|(l, n)| match *l {
                 LayerCache::Full {
                     elements_per_token,
                     heads,
@@ -421,10 +443,13 @@ impl KvLayout {
                     ..
                 } => self
                     .token_bytes(elements_per_token, heads)
-                    .saturating_mul(self.held_tokens(l, tokens, moment)),
+                    .saturating_mul(self.held_tokens(l, tokens, moment))
+                    .saturating_mul(*n),
                 LayerCache::State {
                     elements_per_sequence,
-                } => elements_per_sequence.saturating_mul(self.compute.bytes()),
+                } => elements_per_sequence
+                    .saturating_mul(self.compute.bytes())
+                    .saturating_mul(*n),
                 LayerCache::None => 0,
             })
             .fold(0u64, u64::saturating_add)
@@ -435,9 +460,9 @@ impl KvLayout {
     /// Bytes of one layer's K (or V) for `batch` sequences of `tokens` tokens: the largest single
     /// cache tensor, which `torch.cat` briefly holds twice when it grows by one token.
     pub fn largest_layer_half_bytes(&self, batch: u64, tokens: u64) -> u64 {
-        self.layers
+        self.distinct
             .iter()
-            .map(|l| match *l {
+            .map(|(l, _)| match *l {
                 LayerCache::Full {
                     elements_per_token,
                     heads,
@@ -457,11 +482,11 @@ impl KvLayout {
     /// Counts of (full, sliding, state) layers.
     pub fn layer_counts(&self) -> (u64, u64, u64) {
         let mut c = (0, 0, 0);
-        for l in &self.layers {
+        for (l, n) in &self.distinct {
             match l {
-                LayerCache::Full { .. } => c.0 += 1,
-                LayerCache::Sliding { .. } => c.1 += 1,
-                LayerCache::State { .. } => c.2 += 1,
+                LayerCache::Full { .. } => c.0 += n,
+                LayerCache::Sliding { .. } => c.1 += n,
+                LayerCache::State { .. } => c.2 += n,
                 LayerCache::None => {}
             }
         }

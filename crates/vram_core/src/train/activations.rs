@@ -1002,8 +1002,7 @@ fn profile_with(
         autocast_copy_bytes: 0,
         cpu: counting == super::Counting::CpuExact,
     };
-    let full = run(&mut w, false);
-    let mut prof = full.clone();
+    let mut prof = run(&mut w, false);
     if scenario.grad_checkpointing {
         let gc = run(&mut w, true);
         prof.forward_peak_bytes = gc.forward_peak_bytes;
