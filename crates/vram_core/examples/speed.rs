@@ -1,8 +1,11 @@
-//! Prints docs/performance.md's core table: the mean time of each estimator call next to the
+//! Prints docs/performance.md's core table: the time of each estimator call next to the
 //! `serde_json::Value` parse of the same config text, and their ratio. The ratios are the targets
-//! (issue "A fast core"): they are measured in one run, interleaved, so they hold on a noisy machine.
+//! (issue "A fast core"). Each cell is timed in `ROUNDS` rounds, each round timing the reference
+//! right before the cell; the table shows the median time and the median of the per-round ratios,
+//! so a busy neighbour on the machine moves both sides of a ratio together.
 //!
-//! `cargo run --release -p vram_core --example speed [-- CALLS]`
+//! `cargo run --release -p vram_core --example speed [-- CALLS [warm]]` (`warm`: one untimed pass
+//! first, for engines with a JIT such as V8 running the wasm build, see scripts/speed-wasm.mjs).
 
 #[path = "../benches/fixtures.rs"]
 mod fixtures;
@@ -12,11 +15,10 @@ use std::time::Instant;
 use vram_core::report::DeviceOverheads;
 use vram_core::scenario::Scenario;
 
-fn mean_us(calls: u32, mut f: impl FnMut()) -> f64 {
-    // One warm-up pass, then the timed calls.
-    for _ in 0..calls.div_ceil(10) {
-        f();
-    }
+/// Rounds per cell.
+const ROUNDS: usize = 7;
+
+fn mean_us(calls: u32, f: &mut dyn FnMut()) -> f64 {
     let t = Instant::now();
     for _ in 0..calls {
         f();
@@ -24,60 +26,45 @@ fn mean_us(calls: u32, mut f: impl FnMut()) -> f64 {
     t.elapsed().as_secs_f64() * 1e6 / f64::from(calls)
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     let calls: u32 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
-        .unwrap_or(2000);
-    // `speed CALLS warm`: one untimed pass over everything first (a JIT, as in wasm engines, has
-    // then compiled every path before the timed pass).
+        .unwrap_or(1000);
     if std::env::args().nth(2).as_deref() == Some("warm") {
         table(calls / 10 + 1);
     }
     print!("{}", table(calls));
 }
 
-/// The table, timing each cell over `calls` calls.
+/// The table, timing each cell over `calls` calls per round.
 fn table(calls: u32) -> String {
     use std::fmt::Write as _;
-    let mut out = String::new();
     let o = DeviceOverheads::default();
-    let _ = writeln!(
-        out,
-        "| work | {} |",
-        fixtures::fixtures()
-            .iter()
-            .map(|f| f.name)
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
-    let _ = writeln!(out, "|---|{}", "---|".repeat(fixtures::fixtures().len()));
-    let mut rows: Vec<(String, Vec<String>)> = vec![
-        ("`serde_json::from_str::<Value>` (reference)".into(), vec![]),
-        ("`parse_config`".into(), vec![]),
-        (
-            "training estimate (JSON document: phases, formulas)".into(),
-            vec![],
+    let names = [
+        "`parse_config`".to_string(),
+        "training estimate (JSON document: phases, formulas)".to_string(),
+        "training totals (`train::training_totals`)".to_string(),
+        "inference estimate (JSON document)".to_string(),
+        "inference totals (`infer::inference_totals`)".to_string(),
+        format!(
+            "{}-point training sweep (batch 1..={})",
+            fixtures::SWEEP_POINTS,
+            fixtures::SWEEP_POINTS
         ),
-        ("training totals (`train::training_totals`)".into(), vec![]),
-        ("inference estimate (JSON document)".into(), vec![]),
-        (
-            "inference totals (`infer::inference_totals`)".into(),
-            vec![],
-        ),
-        (
-            format!(
-                "{}-point training sweep (batch 1..={})",
-                fixtures::SWEEP_POINTS,
-                fixtures::SWEEP_POINTS
-            ),
-            vec![],
-        ),
-        (
-            format!("{}-point inference sweep (context)", fixtures::SWEEP_POINTS),
-            vec![],
+        format!(
+            "{}-point inference sweep (context 128..={})",
+            fixtures::SWEEP_POINTS,
+            128 * fixtures::SWEEP_POINTS
         ),
     ];
+    let mut reference_row = Vec::new();
+    let mut rows: Vec<Vec<String>> = vec![Vec::new(); names.len()];
     for f in fixtures::fixtures() {
         let spec = vram_core::parse_config(f.json, None).expect("parses");
         assert_eq!(
@@ -88,64 +75,112 @@ fn table(calls: u32) -> String {
         );
         let train_s = fixtures::train_scenario();
         let infer_s = fixtures::infer_scenario();
-        let reference = mean_us(calls, || {
+        let batch_points: Vec<Scenario> = (1..=fixtures::SWEEP_POINTS)
+            .map(|b| Scenario {
+                batch: b,
+                ..train_s.clone()
+            })
+            .collect();
+        let context_points: Vec<Scenario> = (1..=fixtures::SWEEP_POINTS)
+            .map(|i| Scenario {
+                seq_len: 128 * i,
+                ..infer_s.clone()
+            })
+            .collect();
+        let sweep_calls = (calls / 20).max(5);
+        let mut reference = || {
             black_box(serde_json::from_str::<serde_json::Value>(black_box(f.json)).ok());
-        });
-        let parse = mean_us(calls, || {
-            black_box(vram_core::parse_config(black_box(f.json), None).ok());
-        });
-        let train = mean_us(calls, || {
-            black_box(vram_core::train::estimate_training(&spec, black_box(&train_s), &o).ok());
-        });
-        let totals = mean_us(calls, || {
-            black_box(vram_core::train::training_totals(&spec, black_box(&train_s), &o).ok());
-        });
-        let infer = mean_us(calls, || {
-            black_box(vram_core::infer::estimate_inference(&spec, black_box(&infer_s), &o).ok());
-        });
-        let infer_totals = mean_us(calls, || {
-            black_box(vram_core::infer::inference_totals(&spec, black_box(&infer_s), &o).ok());
-        });
-        let sweep_calls = (calls / 20).max(10);
-        let train_sweep = mean_us(sweep_calls, || {
-            let scenarios: Vec<Scenario> = (1..=fixtures::SWEEP_POINTS)
-                .map(|b| Scenario {
-                    batch: b,
-                    ..train_s.clone()
-                })
-                .collect();
-            black_box(vram_core::train::sweep(&spec, &scenarios, &o));
-        });
-        let infer_sweep = mean_us(sweep_calls, || {
-            let scenarios: Vec<Scenario> = (1..=fixtures::SWEEP_POINTS)
-                .map(|i| Scenario {
-                    seq_len: 128 * i,
-                    ..infer_s.clone()
-                })
-                .collect();
-            black_box(vram_core::infer::sweep(&spec, &scenarios, &o));
-        });
-        let cell = |t: f64| {
-            if t == reference {
-                format!("{t:.1} µs")
-            } else {
-                format!("{t:.1} µs ({:.1}×)", t / reference)
-            }
         };
-        for (row, t) in rows.iter_mut().zip([
-            reference,
-            parse,
-            train,
-            totals,
-            infer,
-            infer_totals,
-            train_sweep,
-            infer_sweep,
-        ]) {
-            row.1.push(cell(t));
+        let mut cells: Vec<(u32, Box<dyn FnMut() + '_>)> = vec![
+            (
+                calls,
+                Box::new(|| drop(black_box(vram_core::parse_config(black_box(f.json), None)))),
+            ),
+            (
+                calls,
+                Box::new(|| {
+                    drop(black_box(vram_core::train::estimate_training(
+                        &spec,
+                        black_box(&train_s),
+                        &o,
+                    )))
+                }),
+            ),
+            (
+                calls,
+                Box::new(|| {
+                    drop(black_box(vram_core::train::training_totals(
+                        &spec,
+                        black_box(&train_s),
+                        &o,
+                    )))
+                }),
+            ),
+            (
+                calls,
+                Box::new(|| {
+                    drop(black_box(vram_core::infer::estimate_inference(
+                        &spec,
+                        black_box(&infer_s),
+                        &o,
+                    )))
+                }),
+            ),
+            (
+                calls,
+                Box::new(|| {
+                    drop(black_box(vram_core::infer::inference_totals(
+                        &spec,
+                        black_box(&infer_s),
+                        &o,
+                    )))
+                }),
+            ),
+            (
+                sweep_calls,
+                Box::new(|| {
+                    drop(black_box(vram_core::train::sweep(
+                        &spec,
+                        black_box(&batch_points),
+                        &o,
+                    )))
+                }),
+            ),
+            (
+                sweep_calls,
+                Box::new(|| {
+                    drop(black_box(vram_core::infer::sweep(
+                        &spec,
+                        black_box(&context_points),
+                        &o,
+                    )))
+                }),
+            ),
+        ];
+        let mut reference_times = Vec::new();
+        for (row, (n, cell)) in rows.iter_mut().zip(cells.iter_mut()) {
+            let (mut times, mut ratios) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                let r = mean_us(calls, &mut reference);
+                let t = mean_us(*n, cell.as_mut());
+                reference_times.push(r);
+                times.push(t);
+                ratios.push(t / r);
+            }
+            row.push(format!("{:.1} µs ({:.1}×)", median(times), median(ratios)));
         }
+        reference_row.push(format!("{:.1} µs", median(reference_times)));
     }
-    for (name, cells) in rows {
+    let mut out = String::new();
+    let header: Vec<&str> = fixtures::fixtures().iter().map(|f| f.name).collect();
+    let _ = writeln!(out, "| work | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    let _ = writeln!(
+        out,
+        "| `serde_json::from_str::<Value>` (reference) | {} |",
+        reference_row.join(" | ")
+    );
+    for (name, cells) in names.iter().zip(rows) {
         let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
     }
     out
