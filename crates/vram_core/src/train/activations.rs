@@ -1076,7 +1076,9 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     // same, so its recorded effect is replayed (see `LayerDelta`).
     let lora_kind = lora_layer_kinds(w);
     let mut seen: Vec<(usize, LayerDelta)> = Vec::new();
-    for i in 0..w.spec.layers.len() {
+    let n_layers = w.spec.layers.len();
+    let mut i = 0;
+    while i < n_layers {
         if checkpointing {
             sim.save(x);
             kept += sim.elems(x) * sim.elem(x);
@@ -1084,12 +1086,15 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         }
         let input = sim.state(x);
         let kind = w.derived.walk_kind.get(i).copied().unwrap_or(i);
-        let replay = seen.iter().filter(|_| w.replay).find(|(k, d)| {
+        let replay = seen.iter().filter(|_| w.replay).position(|(k, d)| {
             *k == kind && d.input == input && lora_kind.get(d.layer) == lora_kind.get(i)
         });
         let before = sim.saved_bytes();
-        let (y, act) = match replay {
-            Some((_, d)) => {
+        // the entry of `seen` whose effect this layer had
+        let applied;
+        let (y, act) = match replay.map(|at| (at, &seen[at])) {
+            Some((at, (_, d))) => {
+                applied = at;
                 let y = sim.replay(x, &d.effect);
                 w.autocast_copy_bytes = w.autocast_copy_bytes.saturating_add(d.autocast_copy_bytes);
                 w.cache_free_bytes = w.cache_free_bytes.saturating_add(d.cache_free_bytes);
@@ -1115,6 +1120,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
                         act: act.clone(),
                     },
                 ));
+                applied = seen.len() - 1;
                 (y, act)
             }
         };
@@ -1125,6 +1131,34 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         }
         layers.push(act);
         x = y;
+        // A layer whose output leaves the simulation as its input found it: the following layers
+        // of its kind replay it identically, taken together in constant time.
+        let stable = seen
+            .get(applied)
+            .filter(|(_, d)| w.replay && !checkpointing && d.effect.output() == d.input);
+        if let Some((_, d)) = stable {
+            let lora = lora_kind.get(d.layer);
+            let same = (i + 1..n_layers)
+                .take_while(|&j| {
+                    w.derived.walk_kind.get(j) == Some(&kind) && lora_kind.get(j) == lora
+                })
+                .count();
+            if same > 0 {
+                let times = same as u64;
+                let saved_before = sim.saved_bytes();
+                x = sim.replay_times(x, &d.effect, times);
+                kept += sim.saved_bytes() - saved_before;
+                w.autocast_copy_bytes = w
+                    .autocast_copy_bytes
+                    .saturating_add(d.autocast_copy_bytes.saturating_mul(times));
+                w.cache_free_bytes = w
+                    .cache_free_bytes
+                    .saturating_add(d.cache_free_bytes.saturating_mul(times));
+                layers.extend(std::iter::repeat_n(d.act.clone(), same));
+                i += same;
+            }
+        }
+        i += 1;
     }
     if let Some(m) = mask {
         sim.drop(m);
@@ -1247,6 +1281,25 @@ mod tests {
                     targets: LoraTargets::Modules(vec!["layers.1.self_attn.q_proj".into()]),
                     base_quant: BaseQuant::None,
                 }),
+                ..Scenario::default()
+            },
+            Scenario {
+                dtype: Dtype::Bf16,
+                mixed_precision: MixedPrecision::None,
+                attention: AttentionImpl::Eager,
+                lora: Some(Lora {
+                    r: 4,
+                    alpha: 8,
+                    targets: LoraTargets::Modules(vec!["layers.0.mlp.down_proj".into()]),
+                    base_quant: BaseQuant::None,
+                }),
+                batch: 2,
+                seq_len: 32,
+                ..Scenario::default()
+            },
+            Scenario {
+                attention: AttentionImpl::Eager,
+                seq_len: 128,
                 ..Scenario::default()
             },
         ];

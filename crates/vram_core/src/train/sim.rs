@@ -63,6 +63,13 @@ pub struct Effect {
     output: SlotState,
 }
 
+impl Effect {
+    /// The state of the output when the stretch ended.
+    pub fn output(&self) -> SlotState {
+        self.output
+    }
+}
+
 impl Sim {
     /// An empty simulation with room for `slots` storages before it reallocates.
     pub fn with_capacity(slots: usize) -> Self {
@@ -118,6 +125,35 @@ impl Sim {
         let end = i128::from(start) + effect.live_delta;
         self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
         self.saved = self.saved.saturating_add(effect.saved_delta);
+        if let Some(s) = self.slots.get_mut(input.id) {
+            *s = effect.output.slot;
+        }
+        V {
+            id: input.id,
+            rg: effect.output.rg,
+        }
+    }
+
+    /// [`Sim::replay`] `times` times in a row, in constant time: valid when the effect's output state
+    /// equals the state of the input it was measured on (each replay then enters the same state).
+    /// Live bytes change by the same amount each time, so the highest start is the first or the
+    /// last one.
+    pub fn replay_times(&mut self, input: V, effect: &Effect, times: u64) -> V {
+        if times == 0 {
+            return input;
+        }
+        let start = i128::from(self.live);
+        let n = i128::from(times);
+        let last_start = start + (n - 1) * effect.live_delta;
+        let highest = u64::try_from(start.max(last_start).max(0)).unwrap_or(u64::MAX);
+        self.peak = self
+            .peak
+            .max(highest.saturating_add(effect.peak_above_start));
+        let end = start + n * effect.live_delta;
+        self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
+        self.saved = self
+            .saved
+            .saturating_add(effect.saved_delta.saturating_mul(times));
         if let Some(s) = self.slots.get_mut(input.id) {
             *s = effect.output.slot;
         }
