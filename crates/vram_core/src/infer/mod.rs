@@ -169,6 +169,8 @@ struct InferPart {
 }
 
 impl InferPart {
+    // Called from the single-estimate, totals and sweep paths: one copy in the wasm.
+    #[inline(never)]
     fn of(spec: &ModelSpec, scenario: &Scenario) -> Result<Self, ScenarioError> {
         let (format, compute, format_source, format_note) = resolve_format(spec, scenario)?;
         let apply_skips = format_source == "quantization_config";
@@ -218,6 +220,8 @@ impl InferPart {
 }
 
 /// The estimate of `scenario` with its batch- and context-independent `part`.
+// Called from the single-estimate, totals and sweep paths: one copy in the wasm.
+#[inline(never)]
 fn estimate_with(
     spec: &ModelSpec,
     scenario: &Scenario,

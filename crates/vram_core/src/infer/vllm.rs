@@ -223,25 +223,35 @@ fn paging(
     block: u64,
     max_model_len: u64,
     chunk: u64,
-    page_token_bytes: &[(LayerCache, u64)],
+    page_token_bytes: &[(LayerCache, u64, u64)],
 ) -> (u64, u64, u64) {
-    let full: Vec<u64> = page_token_bytes
-        .iter()
-        .filter(|(l, _)| matches!(l, LayerCache::Full { .. }))
-        .map(|(_, b)| *b)
-        .collect();
-    let sliding: Vec<(u64, u64)> = page_token_bytes
-        .iter()
-        .filter_map(|(l, b)| match l {
-            LayerCache::Sliding { window, .. } => Some((*b, *window)),
-            _ => None,
-        })
-        .collect();
+    // (layers, Σ bytes per token, largest bytes per token) of the full and the sliding layers;
+    // the entries are distinct caches with their layer counts, in layer order.
+    let (mut full_n, mut full_sum, mut full_max) = (0u64, 0u64, 0u64);
+    let (mut sliding_n, mut sliding_sum, mut sliding_max) = (0u64, 0u64, 0u64);
+    let (mut first_window, mut window) = (None, 0u64);
+    for &(l, b, n) in page_token_bytes {
+        match l {
+            LayerCache::Full { .. } => {
+                full_n += n;
+                full_sum += b * n;
+                full_max = full_max.max(b);
+            }
+            LayerCache::Sliding { window: w, .. } => {
+                sliding_n += n;
+                sliding_sum += b * n;
+                sliding_max = sliding_max.max(b);
+                first_window.get_or_insert(w);
+                window = window.max(w);
+            }
+            _ => {}
+        }
+    }
     let full_blocks = max_model_len.div_ceil(block);
-    if sliding.is_empty() || full.is_empty() {
-        let per_token: u64 = full.iter().sum::<u64>() + sliding.iter().map(|(b, _)| b).sum::<u64>();
-        let need = match sliding.first() {
-            Some((_, w)) if full.is_empty() => {
+    if sliding_n == 0 || full_n == 0 {
+        let per_token = full_sum + sliding_sum;
+        let need = match first_window {
+            Some(w) if full_n == 0 => {
                 (w.saturating_sub(1).saturating_add(chunk))
                     .min(max_model_len)
                     .div_ceil(block)
@@ -251,17 +261,10 @@ fn paging(
         };
         return (per_token.saturating_mul(block), 1, need);
     }
-    let group_size = (full.len() as u64).min(sliding.len() as u64).max(1);
-    let full_groups = (full.len() as u64).div_ceil(group_size);
-    let sliding_groups = (sliding.len() as u64).div_ceil(group_size);
-    let page = full
-        .iter()
-        .chain(sliding.iter().map(|(b, _)| b))
-        .copied()
-        .max()
-        .unwrap_or(0)
-        .saturating_mul(block);
-    let window = sliding.iter().map(|(_, w)| *w).max().unwrap_or(0);
+    let group_size = full_n.min(sliding_n).max(1);
+    let full_groups = full_n.div_ceil(group_size);
+    let sliding_groups = sliding_n.div_ceil(group_size);
+    let page = full_max.max(sliding_max).saturating_mul(block);
     let sliding_need = (window.saturating_sub(1).saturating_add(chunk))
         .min(max_model_len)
         .div_ceil(block)
@@ -306,11 +309,11 @@ pub(crate) fn serving(
     let pool = requested.saturating_sub(used);
     let shortfall = used.saturating_sub(requested);
 
-    let per_layer: Vec<(LayerCache, u64)> = kv
-        .layers
+    let per_layer: Vec<(LayerCache, u64, u64)> = kv
+        .distinct
         .iter()
-        .map(|l| (*l, kv.layer_bytes_per_token(l)))
-        .filter(|(_, b)| *b > 0)
+        .map(|&(l, n)| (l, kv.layer_bytes_per_token(&l), n))
+        .filter(|(_, b, _)| *b > 0)
         .collect();
     let state_per_seq = kv.state_bytes_per_sequence();
     let (bytes_per_block, groups, need_blocks) =

@@ -134,6 +134,8 @@ struct PersistentPart {
 }
 
 impl PersistentPart {
+    // Called from the single-estimate, totals and sweep paths: one copy in the wasm.
+    #[inline(never)]
     fn of(spec: &ModelSpec, scenario: &Scenario) -> Result<Self, ScenarioError> {
         let precision = persistent::Precision::of(scenario);
         let plan = match &scenario.lora {
@@ -233,6 +235,8 @@ struct Computed {
     device: u64,
 }
 
+// Called from the single-estimate, totals and sweep paths: one copy in the wasm.
+#[inline(never)]
 fn compute(
     spec: &ModelSpec,
     scenario: &Scenario,
