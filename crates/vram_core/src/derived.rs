@@ -98,20 +98,10 @@ fn same_kind(a: &TensorSpec, b: &TensorSpec) -> bool {
 /// `model.layers..mlp.up_proj.weight`), so tensors of two layers compare by role.
 fn role_matches(a: &TensorSpec, a_layer: usize, b: &TensorSpec, b_layer: usize) -> bool {
     fn split(name: &str, layer: usize) -> (&str, &str) {
-        let digits = layer.to_string();
-        let digits = digits.as_str();
-        let mut from = 0;
-        while let Some(pos) = name[from..].find(digits) {
-            let at = from + pos;
-            let end = at + digits.len();
-            let before_ok = at > 0 && name.as_bytes()[at - 1] == b'.';
-            let after_ok = name.as_bytes().get(end) == Some(&b'.');
-            if before_ok && after_ok {
-                return (&name[..at], &name[end..]);
-            }
-            from = end;
+        match crate::spec::layer_index_span(name, u32::try_from(layer).unwrap_or(u32::MAX)) {
+            Some((at, end)) => (&name[..at], &name[end..]),
+            None => (name, ""),
         }
-        (name, "")
     }
     split(&a.name, a_layer) == split(&b.name, b_layer)
 }

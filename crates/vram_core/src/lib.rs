@@ -19,6 +19,7 @@ pub mod report;
 mod resolve;
 pub mod scenario;
 pub mod spec;
+mod sweep;
 pub mod train;
 pub mod units;
 

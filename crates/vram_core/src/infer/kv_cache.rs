@@ -432,25 +432,16 @@ impl KvLayout {
         let per_seq = self
             .distinct
             .iter()
-            .map(|(l, n)| match *l {
-                LayerCache::Full {
-                    elements_per_token,
-                    heads,
-                }
-                | LayerCache::Sliding {
-                    elements_per_token,
-                    heads,
-                    ..
-                } => self
-                    .token_bytes(elements_per_token, heads)
-                    .saturating_mul(self.held_tokens(l, tokens, moment))
-                    .saturating_mul(*n),
-                LayerCache::State {
-                    elements_per_sequence,
-                } => elements_per_sequence
-                    .saturating_mul(self.compute.bytes())
-                    .saturating_mul(*n),
-                LayerCache::None => 0,
+            .map(|(l, n)| {
+                let one = match *l {
+                    LayerCache::State {
+                        elements_per_sequence,
+                    } => elements_per_sequence.saturating_mul(self.compute.bytes()),
+                    _ => self
+                        .layer_bytes_per_token(l)
+                        .saturating_mul(self.held_tokens(l, tokens, moment)),
+                };
+                one.saturating_mul(*n)
             })
             .fold(0u64, u64::saturating_add)
             .saturating_add(self.cross_bytes_per_token().saturating_mul(encoder_tokens));

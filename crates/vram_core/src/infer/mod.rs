@@ -827,16 +827,13 @@ pub fn sweep(
     scenarios: &[Scenario],
     overheads: &DeviceOverheads,
 ) -> Vec<Result<InferTotals, ScenarioError>> {
-    let mut last: Option<(&Scenario, InferPart)> = None;
+    let mut shared = crate::sweep::Shared::new();
     scenarios
         .iter()
         .map(|s| {
             s.validate()?;
             vllm::validate(&s.serving)?;
-            let (_, part) = match last.take() {
-                Some((prev, part)) if InferPart::shared_by(prev, s) => last.insert((prev, part)),
-                _ => last.insert((s, InferPart::of(spec, s)?)),
-            };
+            let part = shared.get(s, InferPart::shared_by, || InferPart::of(spec, s))?;
             estimate_with(spec, s, overheads, part, false).map(|e| InferTotals::of(&e))
         })
         .collect()

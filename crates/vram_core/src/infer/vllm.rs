@@ -156,18 +156,7 @@ pub fn rotary_cache_bytes(spec: &ModelSpec, dtype: Dtype) -> u64 {
         .saturating_mul(dtype.bytes())
 }
 
-/// vLLM's profiled activation peak (see the module docs for the calibration), with its formula.
-pub fn activation_peak(
-    spec: &ModelSpec,
-    s: &ServingInputs,
-    dtype: Dtype,
-    tp: u64,
-) -> (u64, String) {
-    let p = ActivationPeak::of(spec, s, dtype, tp);
-    (p.total, p.formula(spec, dtype, tp))
-}
-
-/// The parts of vLLM's profiled activation peak.
+/// vLLM's profiled activation peak and its parts (see the module docs for the calibration).
 pub(crate) struct ActivationPeak {
     tokens: u64,
     layer_bytes: u64,

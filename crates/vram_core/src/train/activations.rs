@@ -123,6 +123,7 @@ struct Walk<'a> {
     cache: Vec<V>,
     /// The layer being walked (for the LoRA adapters of its tensors).
     layer: usize,
+
     /// Bytes of autocast cache entries of layers whose walk was reused (see [`LayerDelta`]): freed
     /// with the cache when autocast exits.
     cache_free_bytes: u64,
@@ -1002,9 +1003,10 @@ fn profile_with(
         autocast_copy_bytes: 0,
         cpu: counting == super::Counting::CpuExact,
     };
-    let mut prof = run(&mut w, false);
+    let lora_kind = lora_layer_kinds(&w);
+    let mut prof = run(&mut w, false, &lora_kind);
     if scenario.grad_checkpointing {
-        let gc = run(&mut w, true);
+        let gc = run(&mut w, true, &lora_kind);
         prof.forward_peak_bytes = gc.forward_peak_bytes;
         prof.forward_end_bytes = gc.forward_end_bytes;
         prof.layers_kept_bytes = gc.layers_kept_bytes;
@@ -1014,7 +1016,9 @@ fn profile_with(
     Ok(prof)
 }
 
-fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
+/// One forward walk; `lora_kind` is [`lora_layer_kinds`] of the walk (computed once for both walks
+/// of a checkpointed step).
+fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> ActivationProfile {
     let mut sim = Sim::with_capacity(256);
     w.cache.clear();
     w.cache_free_bytes = 0;
@@ -1074,7 +1078,6 @@ fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     // Each distinct layer is walked once per input state: a layer of the same kind (same layer
     // spec, tensors and LoRA adapters) entered with an input in the same state does exactly the
     // same, so its recorded effect is replayed (see `LayerDelta`).
-    let lora_kind = lora_layer_kinds(w);
     let mut seen: Vec<(usize, LayerDelta)> = Vec::new();
     let n_layers = w.spec.layers.len();
     let mut i = 0;

@@ -707,17 +707,12 @@ pub fn sweep(
     scenarios: &[Scenario],
     overheads: &DeviceOverheads,
 ) -> Vec<Result<TrainTotals, ScenarioError>> {
-    let mut last: Option<(&Scenario, PersistentPart)> = None;
+    let mut shared = crate::sweep::Shared::new();
     scenarios
         .iter()
         .map(|s| {
             s.validate()?;
-            let (_, part) = match last.take() {
-                Some((prev, part)) if PersistentPart::shared_by(prev, s) => {
-                    last.insert((prev, part))
-                }
-                _ => last.insert((s, PersistentPart::of(spec, s)?)),
-            };
+            let part = shared.get(s, PersistentPart::shared_by, || PersistentPart::of(spec, s))?;
             let c = compute(spec, s, overheads, Counting::Cuda, part)?;
             Ok(totals(part, &c))
         })
