@@ -10,6 +10,8 @@ pub mod derived;
 pub mod error;
 pub mod estimate;
 pub mod fields;
+pub mod gguf_file;
+pub mod gguf_model;
 pub mod gpu_catalog;
 pub mod infer;
 pub mod json;
