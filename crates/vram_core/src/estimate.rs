@@ -130,6 +130,10 @@ pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Es
         None
     };
     let mut parameters = ParamCounts::of(spec);
+    if let Some(g) = &spec.gguf {
+        // a GGUF file's own tensors are the count (its metadata reading may differ)
+        parameters.total = g.params;
+    }
     let train = if sections.train {
         let overheads = crate::report::DeviceOverheads::default();
         match crate::train::estimate_training(spec, scenario, &overheads) {

@@ -145,6 +145,10 @@ pub enum Engine {
     Transformers,
     /// vLLM's paged KV cache and start-up profiling.
     Vllm,
+    /// llama.cpp (`llama-server`, `llama-cli`, and ollama on top of it): GGUF weights per device,
+    /// its KV cells, compute and output buffers, CPU–GPU split ([`LlamaCppInputs`]).
+    #[serde(rename = "llama.cpp", alias = "llama-cpp", alias = "llamacpp")]
+    LlamaCpp,
 }
 
 /// Everything about the run except the model.
@@ -189,6 +193,86 @@ pub struct Scenario {
     pub engine: Engine,
     /// vLLM serving inputs (GPU memory, utilization, parallelism, limits).
     pub serving: ServingInputs,
+    /// llama.cpp inputs (ubatch, flash attention, offload, split), used by the llama.cpp engine.
+    /// `batch` is its number of parallel sequences (`-np`), `seq_len` its context (`-c`), `kv_dtype`
+    /// its K cache type (`-ctk`).
+    #[serde(skip_serializing_if = "LlamaCppInputs::is_default")]
+    pub llama_cpp: LlamaCppInputs,
+}
+
+/// Flash attention in llama.cpp (`-fa on|off|auto`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlashAttn {
+    /// llama.cpp's default: on where the device supports it (CUDA, Metal, Vulkan do) — modelled as on.
+    #[default]
+    Auto,
+    /// `-fa on`.
+    On,
+    /// `-fa off`: the KQ matrix is materialised and the V cache is stored transposed.
+    Off,
+}
+
+/// llama.cpp's inputs besides context (`seq_len`), parallel sequences (`batch`) and K type
+/// (`kv_dtype`). Defaults are `llama-server`'s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlamaCppInputs {
+    /// `-ub`, the physical batch (default 512): the compute graph is reserved for this many tokens.
+    pub n_ubatch: u64,
+    /// `-b`, the logical batch (default 2048; the ubatch is capped by it).
+    pub n_batch: u64,
+    /// `-ctv` (`None`: the same as the K type).
+    pub kv_dtype_v: Option<String>,
+    /// `-fa`.
+    pub flash_attn: FlashAttn,
+    /// `-ngl` (`None`: every layer and the output, llama.cpp's `-ngl 999`).
+    pub n_gpu_layers: Option<u64>,
+    /// `--n-cpu-moe N`: the expert tensors of the first N layers stay in host memory.
+    pub n_cpu_moe: u64,
+    /// `--cpu-moe`: every layer's expert tensors stay in host memory.
+    pub cpu_moe: bool,
+    /// `--swa-full`: sliding-window layers get a full-size cache.
+    pub swa_full: bool,
+    /// `--no-kv-offload`: the KV cache stays in host memory.
+    pub no_kv_offload: bool,
+    /// `--tensor-split a,b,...`: proportions of the offloaded layers per GPU (empty: one GPU).
+    pub tensor_split: Vec<f64>,
+    /// Memory of each GPU the runtime can use (`--gpu-mem-gib`; 0: the page's or CLI's GPU).
+    pub gpu_memory_bytes: u64,
+    /// `--kv-unified`: all sequences share one cache (llama-server's default with `-np` > 1 since
+    /// 2025; otherwise each sequence has `n_ctx / n_seq` cells).
+    pub kv_unified: bool,
+    /// The ollama profile: `num_ctx` per sequence × `OLLAMA_NUM_PARALLEL` sequences, ollama's
+    /// launch settings.
+    pub ollama: bool,
+}
+
+impl Default for LlamaCppInputs {
+    fn default() -> Self {
+        LlamaCppInputs {
+            n_ubatch: 512,
+            n_batch: 2048,
+            kv_dtype_v: None,
+            flash_attn: FlashAttn::Auto,
+            n_gpu_layers: None,
+            n_cpu_moe: 0,
+            cpu_moe: false,
+            swa_full: false,
+            no_kv_offload: false,
+            tensor_split: Vec::new(),
+            gpu_memory_bytes: 0,
+            kv_unified: true,
+            ollama: false,
+        }
+    }
+}
+
+impl LlamaCppInputs {
+    /// Whether every input is llama-server's default (then it is left out of serialised scenarios).
+    pub fn is_default(&self) -> bool {
+        *self == LlamaCppInputs::default()
+    }
 }
 
 /// vLLM serving inputs (`vllm serve` flags and the GPU), used by the vLLM engine profile.
@@ -254,6 +338,7 @@ impl Default for Scenario {
             logits_to_keep: 1,
             engine: Engine::Transformers,
             serving: ServingInputs::default(),
+            llama_cpp: LlamaCppInputs::default(),
         }
     }
 }

@@ -311,6 +311,10 @@ pub struct ModelSpec {
     pub tensors: Vec<TensorSpec>,
     /// Assumptions made while reading the config (unknown `model_type`, defaults filled in).
     pub warnings: Vec<String>,
+    /// The model as read from a GGUF file's header (exact bytes per tensor), when the spec was
+    /// built from one; the llama.cpp engine uses it instead of deriving tensor types from a preset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gguf: Option<Box<crate::infer::llama_cpp::LlamaModel>>,
     /// Facts derived from the fields above on first use ([`ModelSpec::derived`]); not serialised.
     #[serde(skip)]
     pub derived: crate::derived::DerivedCache,

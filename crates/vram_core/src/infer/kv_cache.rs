@@ -44,6 +44,8 @@ pub enum KvDtype {
     Int8,
     /// 4-bit integer with group scales (HF QuantizedCache).
     Int4,
+    /// A llama.cpp cache type (`-ctk`: f16, q8_0, q4_0, ...).
+    Ggml(super::llama_cpp::cache::CacheType),
 }
 
 impl KvDtype {
@@ -56,6 +58,7 @@ impl KvDtype {
             KvDtype::Fp8 => "fp8",
             KvDtype::Int8 => "int8",
             KvDtype::Int4 => "int4",
+            KvDtype::Ggml(t) => t.name(),
         }
     }
 
@@ -105,7 +108,7 @@ pub fn parse_kv_dtype(
                 .into(),
             found: format!("{raw:?}"),
         }),
-        (Engine::Transformers, KvDtype::Fp8) => Err(ScenarioError::Invalid {
+        (Engine::Transformers | Engine::LlamaCpp, KvDtype::Fp8) => Err(ScenarioError::Invalid {
             field: "kv_dtype".into(),
             expected: "auto, bf16, fp16, fp32, int8 or int4 for transformers (QuantizedCache; there is no fp8 cache)".into(),
             found: format!("{raw:?}"),
@@ -218,7 +221,7 @@ impl KvLayout {
                 .map(|l| {
                     if let Some(ssm) = l.ssm {
                         let conv = match engine {
-                            Engine::Transformers => ssm.conv_kernel,
+                            Engine::Transformers | Engine::LlamaCpp => ssm.conv_kernel,
                             Engine::Vllm => ssm.conv_kernel.saturating_sub(1),
                         };
                         return LayerCache::State {
@@ -235,7 +238,7 @@ impl KvLayout {
                             last_mla = Some(a);
                             (m.kv_lora_rank.saturating_add(m.qk_rope_head_dim), 1)
                         }
-                        (Some(_), Engine::Transformers) => {
+                        (Some(_), Engine::Transformers | Engine::LlamaCpp) => {
                             let v = if flash_attention {
                                 a.head_dim
                             } else {
@@ -250,7 +253,7 @@ impl KvLayout {
                         (None, _) => {
                             let heads = match engine {
                                 Engine::Vllm => (a.num_kv_heads / tp).max(1),
-                                Engine::Transformers => a.num_kv_heads,
+                                Engine::Transformers | Engine::LlamaCpp => a.num_kv_heads,
                             };
                             (
                                 heads.saturating_mul(a.head_dim.saturating_add(a.v_head_dim)),
@@ -281,7 +284,7 @@ impl KvLayout {
                     m.qk_rope_head_dim,
                     m.kv_lora_rank + m.qk_rope_head_dim
                 ),
-                Engine::Transformers => {
+                Engine::Transformers | Engine::LlamaCpp => {
                     let v = if flash_attention {
                         a.head_dim
                     } else {
@@ -308,7 +311,7 @@ impl KvLayout {
             .iter()
             .any(|l| l.attention.is_some_and(|a| a.mla.is_some()));
         let block_size = match engine {
-            Engine::Transformers => None,
+            Engine::Transformers | Engine::LlamaCpp => None,
             Engine::Vllm if has_mla => Some(64),
             Engine::Vllm => Some(16),
         };
@@ -330,6 +333,7 @@ impl KvLayout {
         match self.kv_dtype {
             KvDtype::Fp32 => elements.saturating_mul(4),
             KvDtype::Bf16 | KvDtype::Fp16 => elements.saturating_mul(2),
+            KvDtype::Ggml(t) => t.row_bytes(elements),
             KvDtype::Fp8 => elements,
             KvDtype::Int8 | KvDtype::Int4 => {
                 let bits = if self.kv_dtype == KvDtype::Int8 { 8 } else { 4 };

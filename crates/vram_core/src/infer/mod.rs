@@ -13,6 +13,7 @@ pub mod activations;
 pub mod format;
 pub mod gguf;
 pub mod kv_cache;
+pub mod llama_cpp;
 pub mod solve;
 pub mod vllm;
 pub mod weights;
@@ -88,6 +89,9 @@ pub struct InferEstimate {
     pub serving: ServingEstimate,
     /// Assumptions and caveats.
     pub notes: Vec<String>,
+    /// The llama.cpp engine's buffers per device (only with `engine = llama.cpp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llama_cpp: Option<llama_cpp::LlamaCppEstimate>,
 }
 
 /// The resolved weight format, compute dtype, and where the format came from.
@@ -147,9 +151,225 @@ fn estimate_inference_explained(
     explain: bool,
 ) -> Result<InferEstimate, ScenarioError> {
     scenario.validate()?;
+    if scenario.engine == Engine::LlamaCpp {
+        return llama_cpp_estimate(spec, scenario, overheads, explain);
+    }
     vllm::validate(&scenario.serving)?;
     let part = InferPart::of(spec, scenario)?;
     estimate_with(spec, scenario, overheads, &part, explain)
+}
+
+/// The inference estimate under the llama.cpp engine: the figures llama.cpp prints per device
+/// ([`llama_cpp`]), with the headline totals of the largest GPU.
+fn llama_cpp_estimate(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    explain: bool,
+) -> Result<InferEstimate, ScenarioError> {
+    let r = llama_cpp::resolve(spec, scenario)?;
+    llama_cpp::validate(&scenario.llama_cpp, r.model.layers.len() as u64)?;
+    let gguf_name = gguf_file_name(spec, &r.format_name);
+    let e = llama_cpp::estimate(
+        &r,
+        &scenario.llama_cpp,
+        scenario.seq_len,
+        scenario.batch,
+        &gguf_name,
+    );
+    let m = &r.model;
+    let kv_total = e.kv_bytes + e.kv_swa_bytes + e.recurrent_bytes;
+    let per_token: u64 = m
+        .layers
+        .iter()
+        .map(|l| match l.cache {
+            llama_cpp::model::LayerCacheKind::Attention {
+                k_elements,
+                v_elements,
+                ..
+            } => r.type_k.row_bytes(k_elements) + r.type_v.row_bytes(v_elements),
+            _ => 0,
+        })
+        .sum();
+    let per_seq_state: u64 = m
+        .layers
+        .iter()
+        .map(|l| match l.cache {
+            llama_cpp::model::LayerCacheKind::Recurrent {
+                r_elements,
+                s_elements,
+            } => (r_elements + s_elements) * 4,
+            _ => 0,
+        })
+        .sum();
+    let largest = e.devices.iter().max_by_key(|d| d.total_bytes).cloned();
+    let (dev_w, dev_kv, dev_c) = largest.as_ref().map_or((0, 0, 0), |d| {
+        (d.weights_bytes, d.kv_bytes, d.compute_bytes)
+    });
+    let device_bytes = e.gpu_total_bytes + overheads.cuda_context_bytes + overheads.workspace_bytes;
+    let mut terms = Terms::new(explain);
+    terms.add(|| Term {
+        key: "weights".into(),
+        bytes: dev_w,
+        formula: format!(
+            "{} of {} repeating layers{} on the GPU: {} B ({} B of {} in host memory: the input embedding{})",
+            e.layers_on_gpu,
+            e.n_layer,
+            if e.output_on_gpu { " and the output layer" } else { "" },
+            group_thousands(e.weights_gpu_bytes),
+            group_thousands(e.weights_host_bytes),
+            r.format_name,
+            if e.layers_on_gpu < e.n_layer || e.layers_experts_on_host > 0 { ", CPU layers and experts" } else { "" }
+        ),
+        source: "llama.cpp src/llama-model.cpp load_tensors (layer placement); tensor bytes from ggml type sizes".into(),
+    });
+    terms.add(|| Term {
+        key: "kv_cache".into(),
+        bytes: dev_kv,
+        formula: format!(
+            "{} cells × {} B/cell (K {}, V {}){}{} = {} B",
+            group_thousands(e.cells),
+            group_thousands(per_token),
+            e.type_k,
+            e.type_v,
+            if e.swa_cells > 0 {
+                format!("; sliding-window layers {} cells", group_thousands(e.swa_cells))
+            } else {
+                String::new()
+            },
+            if e.kv_host_bytes > 0 {
+                format!("; {} B in host memory", group_thousands(e.kv_host_bytes))
+            } else {
+                String::new()
+            },
+            group_thousands(kv_total)
+        ),
+        source: "llama.cpp src/llama-context.cpp (n_ctx padded to 256), src/llama-kv-cache.cpp, src/llama-kv-cache-iswa.cpp".into(),
+    });
+    terms.add(|| Term {
+        key: "compute".into(),
+        bytes: dev_c,
+        formula: format!(
+            "worst-case graph of {} tokens, flash attention {}: GPU {} B, host {} B",
+            e.n_ubatch,
+            if e.flash_attn { "on" } else { "off" },
+            group_thousands(e.compute_gpu_bytes),
+            group_thousands(e.compute_host_bytes)
+        ),
+        source: "llama.cpp llama_context::graph_reserve, ggml-alloc; calibrated in docs/accuracy.md §llama.cpp".into(),
+    });
+    terms.add(|| Term {
+        key: "output".into(),
+        bytes: e.output_bytes,
+        formula: format!(
+            "{} sequences × {} vocab × 4 B (host memory)",
+            e.n_seq,
+            group_thousands(m.n_vocab)
+        ),
+        source: "llama.cpp llama_context::output_reserve".into(),
+    });
+    let mut notes = Vec::new();
+    if explain {
+        notes.push(format!(
+            "llama.cpp prints model, KV and compute buffers per device; the device total adds the CUDA context and workspace ({} B), which it does not print",
+            group_thousands(overheads.cuda_context_bytes + overheads.workspace_bytes)
+        ));
+        if e.weights_host_bytes > 0 {
+            notes.push("host weights are memory-mapped from the file (page cache): they need free RAM but are not counted as the process's own allocations".into());
+        }
+    }
+    let phases = if explain {
+        vec![
+            phase("load", dev_w, dev_w, vec![("weights", dev_w)]),
+            phase(
+                "context",
+                e.gpu_total_bytes,
+                e.gpu_total_bytes,
+                vec![("weights", dev_w), ("kv_cache", dev_kv), ("compute", dev_c)],
+            ),
+        ]
+    } else {
+        Vec::new()
+    };
+    let kv_dtype = KvDtype::Ggml(r.type_k);
+    Ok(InferEstimate {
+        engine: EngineProfile {
+            engine: Engine::LlamaCpp,
+            description: if explain {
+                format!(
+                    "llama.cpp (llama-server defaults{}): {} cells, ubatch {}, flash attention {}, -ngl {}",
+                    if e.ollama { ", ollama profile" } else { "" },
+                    e.cells,
+                    e.n_ubatch,
+                    if e.flash_attn { "on" } else { "off" },
+                    e.n_gpu_layers
+                )
+            } else {
+                String::new()
+            },
+            kv_dtype,
+            block_size: None,
+            sliding_window_cache: if explain {
+                "llama_kv_cache_iswa: SWA layers in their own cache of min(n_ctx, n_swa × n_seq + n_ubatch) cells, padded to 256 (--swa-full: full size)".into()
+            } else {
+                String::new()
+            },
+            mla_cache: None,
+        },
+        weights_format: if explain {
+            r.format_name.clone()
+        } else {
+            String::new()
+        },
+        weights_format_source: if explain {
+            if spec.gguf.is_some() && scenario.weights.is_none() {
+                "gguf header".into()
+            } else {
+                "scenario".into()
+            }
+        } else {
+            String::new()
+        },
+        weights_bytes: m.file_bytes,
+        weights_breakdown: if explain {
+            WeightsBreakdown {
+                total_bytes: m.file_bytes,
+                quantized_params: 0,
+                quantized_bytes: 0,
+                unquantized_params: 0,
+                unquantized_bytes: 0,
+                largest_tensor_compute_bytes: 0,
+                host_resident_bytes: e.weights_host_bytes,
+                params_by_type: m.params_by_type.clone(),
+            }
+        } else {
+            WeightsBreakdown::default()
+        },
+        kv_cache_bytes: kv_total,
+        kv_cache_after_prefill_bytes: kv_total,
+        kv_cache_after_decode_bytes: kv_total,
+        kv_bytes_per_token: per_token,
+        state_bytes_per_sequence: per_seq_state,
+        activations_bytes: e.compute_gpu_bytes,
+        logits_bytes: e.output_bytes,
+        peak_allocated_bytes: e.gpu_total_bytes,
+        device_bytes,
+        phases,
+        terms: terms.into_vec(),
+        serving: ServingEstimate::not_served(&scenario.serving),
+        notes,
+        llama_cpp: Some(e),
+    })
+}
+
+/// A file name for launch lines: the spec's name with the format (`Llama-3.1-8B-Q4_K_M.gguf`).
+pub fn gguf_file_name(spec: &ModelSpec, format: &str) -> String {
+    if spec.name.ends_with(".gguf") {
+        return spec.name.clone();
+    }
+    let base = spec.name.rsplit('/').next().unwrap_or(&spec.name);
+    let base = if base.is_empty() { "model" } else { base };
+    format!("{base}-{format}.gguf")
 }
 
 /// The part of an inference estimate that does not depend on batch or context: the weight format
@@ -188,7 +408,7 @@ impl InferPart {
         );
         let layout = match scenario.engine {
             Engine::Vllm => vllm_layout.clone(),
-            Engine::Transformers => {
+            Engine::Transformers | Engine::LlamaCpp => {
                 KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
             }
         };
@@ -292,7 +512,7 @@ fn estimate_with(
         }
     }
     let sliding_desc = match scenario.engine {
-        Engine::Transformers => "DynamicSlidingWindowLayer keeps a view of the last window − 1 tokens: after prefill the storage of all prompt tokens stays alive, from the first decode step min(tokens + 1, window)".to_string(),
+        Engine::Transformers | Engine::LlamaCpp => "DynamicSlidingWindowLayer keeps a view of the last window − 1 tokens: after prefill the storage of all prompt tokens stays alive, from the first decode step min(tokens + 1, window)".to_string(),
         Engine::Vllm => format!("pages outside the window are freed: at most ⌈(window − 1)/{}⌉ + 1 pages per sequence", layout.block_size.unwrap_or(16)),
     };
     let profile = if !explain {
@@ -308,7 +528,7 @@ fn estimate_with(
         EngineProfile {
         engine: scenario.engine,
         description: match scenario.engine {
-            Engine::Transformers => format!(
+            Engine::Transformers | Engine::LlamaCpp => format!(
                 "HF transformers 5 DynamicCache, {:?} attention, tensor bytes (max_memory_allocated)",
                 scenario.attention
             ),
@@ -325,7 +545,7 @@ fn estimate_with(
     };
 
     let est = match scenario.engine {
-        Engine::Transformers => transformers_phases(
+        Engine::Transformers | Engine::LlamaCpp => transformers_phases(
             spec,
             scenario,
             compute,
@@ -352,7 +572,7 @@ fn estimate_with(
         },
         weights_bytes: match scenario.engine {
             Engine::Vllm => serving.weights_per_gpu_bytes,
-            Engine::Transformers => w.total_bytes,
+            Engine::Transformers | Engine::LlamaCpp => w.total_bytes,
         },
         weights_breakdown: if explain {
             w.clone()
@@ -372,6 +592,7 @@ fn estimate_with(
         terms: terms.into_vec(),
         serving,
         notes,
+        llama_cpp: None,
     })
 }
 
@@ -832,6 +1053,9 @@ pub fn sweep(
         .iter()
         .map(|s| {
             s.validate()?;
+            if s.engine == Engine::LlamaCpp {
+                return llama_cpp_estimate(spec, s, overheads, false).map(|e| InferTotals::of(&e));
+            }
             vllm::validate(&s.serving)?;
             let part = shared.get(s, InferPart::shared_by, || InferPart::of(spec, s))?;
             estimate_with(spec, s, overheads, part, false).map(|e| InferTotals::of(&e))

@@ -15,7 +15,7 @@ use crate::spec::ModelSpec;
 fn fits(spec: &ModelSpec, s: &Scenario, o: &DeviceOverheads) -> Result<bool, ScenarioError> {
     let e = inference_totals(spec, s, o)?;
     Ok(match s.engine {
-        Engine::Transformers => e.device_bytes <= s.serving.gpu_memory_bytes,
+        Engine::Transformers | Engine::LlamaCpp => e.device_bytes <= s.serving.gpu_memory_bytes,
         Engine::Vllm => e.shortfall_bytes == 0 && e.concurrency_at_context >= s.batch as f64,
     })
 }

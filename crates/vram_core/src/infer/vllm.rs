@@ -72,6 +72,30 @@ pub struct ServingEstimate {
     pub terms: Vec<Term>,
 }
 
+impl ServingEstimate {
+    /// The empty serving section of an engine that is not vLLM (llama.cpp).
+    pub fn not_served(inputs: &ServingInputs) -> Self {
+        ServingEstimate {
+            inputs: inputs.clone(),
+            max_model_len: 0,
+            block_size: 0,
+            requested_bytes: 0,
+            weights_per_gpu_bytes: 0,
+            activation_peak_bytes: 0,
+            non_torch_bytes: 0,
+            kv_pool_bytes: 0,
+            shortfall_bytes: 0,
+            bytes_per_block: 0,
+            num_blocks: 0,
+            kv_tokens: 0,
+            max_concurrency: 0.0,
+            concurrency_at_context: 0.0,
+            fits: false,
+            terms: Vec::new(),
+        }
+    }
+}
+
 /// Measured non-torch memory of vLLM v0.19 on H100 per TP size (measured.md H3/H4).
 pub fn non_torch_default(tp: u64) -> u64 {
     match tp {

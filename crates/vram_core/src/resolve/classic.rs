@@ -97,6 +97,7 @@ fn spec(
         vision: None,
         quantization_config: None,
         tensors: b.tensors,
+        gguf: None,
         derived: Default::default(),
         warnings: Vec::new(),
     }

@@ -333,6 +333,7 @@ pub(crate) fn decoder(
         vision: None,
         quantization_config: None,
         tensors: b.tensors,
+        gguf: None,
         derived: Default::default(),
         warnings,
     })
