@@ -24,11 +24,13 @@ pub enum Command {
     Watch(crate::watch::WatchArgs),
     /// List the GPUs NVML sees.
     Gpus(crate::gpus::GpusArgs),
+    /// Can I run it: GGUF types × the largest context that fits a GPU (and RAM) under llama.cpp.
+    Fit(crate::fit_cmd::FitArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct EstimateArgs {
-    /// Path to a HuggingFace config.json.
+    /// Path to a HuggingFace config.json, or a GGUF file (only its header is read).
     pub config: PathBuf,
     /// Show the training budget.
     #[arg(long)]
@@ -43,4 +45,6 @@ pub struct EstimateArgs {
     pub scenario: ScenarioArgs,
     #[command(flatten)]
     pub serving: crate::serving_args::ServingArgs,
+    #[command(flatten)]
+    pub llama: crate::llama_args::LlamaArgs,
 }

@@ -16,6 +16,12 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
     };
     let mut scenario = a.scenario.to_scenario(mode)?;
     a.serving.apply(&mut scenario)?;
+    a.llama.apply(&mut scenario);
+    if a.llama.any() && scenario.engine != vram_core::scenario::Engine::LlamaCpp {
+        anyhow::bail!(
+            "--ubatch, --ngl, --flash-attn and the other llama.cpp flags need --engine llama.cpp"
+        );
+    }
     let sections = Sections {
         train: a.train,
         infer: a.infer,

@@ -5,8 +5,12 @@ use std::path::Path;
 use vram_core::json::MAX_CONFIG_BYTES;
 use vram_core::{parse_config, ModelSpec};
 
-/// Reads and resolves `path`; the error names the file and the field or JSON position.
+/// Reads and resolves `path` (a config.json, or a GGUF file's header); the error names the file and
+/// the field or JSON position.
 pub fn load_config(path: &Path) -> anyhow::Result<ModelSpec> {
+    if is_gguf(path)? {
+        return load_gguf(path);
+    }
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if meta.len() > MAX_CONFIG_BYTES as u64 {
@@ -37,4 +41,60 @@ pub fn load_config(path: &Path) -> anyhow::Result<ModelSpec> {
         other => other,
     };
     parse_config(&text, hint).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Whether `path` starts with the GGUF magic (or is named `.gguf`).
+fn is_gguf(path: &Path) -> anyhow::Result<bool> {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+    {
+        return Ok(true);
+    }
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut magic = [0u8; 4];
+    use std::io::Read;
+    Ok(f.read_exact(&mut magic).is_ok() && magic == vram_core::gguf_file::GGUF_MAGIC)
+}
+
+/// Reads only the header of a GGUF file: the first MiB, then as many bytes as the parser asks
+/// for (never the tensor data).
+pub fn load_gguf(path: &Path) -> anyhow::Result<ModelSpec> {
+    use std::io::{Read, Seek, SeekFrom};
+    use vram_core::gguf_file::{parse_header, GgufError};
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut want: u64 = (1 << 20).min(len.max(1));
+    let mut buf: Vec<u8> = Vec::new();
+    let header = loop {
+        let want_now = want.min(len);
+        if (buf.len() as u64) < want_now {
+            f.seek(SeekFrom::Start(buf.len() as u64))?;
+            let mut more = Vec::new();
+            (&mut f)
+                .take(want_now - buf.len() as u64)
+                .read_to_end(&mut more)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            buf.extend_from_slice(&more);
+        }
+        match parse_header(&buf) {
+            Ok(h) => break h,
+            Err(GgufError::NeedMore { needed_bytes }) if (buf.len() as u64) < len => {
+                want = needed_bytes.max(want.saturating_mul(2));
+            }
+            Err(GgufError::NeedMore { needed_bytes }) => anyhow::bail!(
+                "{}: the GGUF header is cut off: it needs at least {needed_bytes} bytes, the file has {len}",
+                path.display()
+            ),
+            Err(e) => anyhow::bail!("{}: {e}", path.display()),
+        }
+    };
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model.gguf");
+    vram_core::gguf_model::spec_from_gguf(&header, name)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

@@ -5,7 +5,9 @@
 
 mod args;
 mod estimate_cmd;
+mod fit_cmd;
 mod gpus;
+mod llama_args;
 mod load;
 mod measure;
 mod nvml;
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
         args::Command::Measure(a) => measure::run(&a),
         args::Command::Watch(a) => watch::run(&a),
         args::Command::Gpus(a) => gpus::run(&a),
+        args::Command::Fit(a) => fit_cmd::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -36,6 +36,80 @@ pub fn inference(e: &InferEstimate) -> String {
             format_gib(p.peak_allocated_bytes)
         ));
     }
+    if let Some(l) = &e.llama_cpp {
+        out.push_str(&llama_cpp(l));
+    } else {
+        out.push_str(&vllm(e));
+    }
+    out.push_str(&how(e));
+    out
+}
+
+/// llama.cpp's start-up lines, as it prints them (MiB).
+fn llama_cpp(l: &vram_core::infer::llama_cpp::LlamaCppEstimate) -> String {
+    let mib = |b: u64| format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64);
+    let mut out = format!(
+        "\nllama.cpp start-up (n_ctx {}, n_seq {}, ubatch {}, flash attention {}, -ngl {}: {}/{} layers{}):\n",
+        l.n_ctx,
+        l.n_seq,
+        l.n_ubatch,
+        if l.flash_attn { "on" } else { "off" },
+        l.n_gpu_layers,
+        l.layers_on_gpu,
+        l.n_layer,
+        if l.output_on_gpu { " + output" } else { "" }
+    );
+    out.push_str(&format!(
+        "  CPU_Mapped model buffer size = {}\n",
+        mib(l.weights_host_bytes)
+    ));
+    for d in &l.devices {
+        out.push_str(&format!(
+            "  {} model buffer size = {}\n",
+            d.device,
+            mib(d.weights_bytes)
+        ));
+    }
+    out.push_str(&format!(
+        "  KV cache: {} cells{}, K ({}) {}, V ({}) {}; host {}\n",
+        l.cells,
+        if l.swa_cells > 0 {
+            format!(" + SWA {} cells", l.swa_cells)
+        } else {
+            String::new()
+        },
+        l.type_k,
+        mib(l.kv_k_bytes),
+        l.type_v,
+        mib(l.kv_v_bytes),
+        mib(l.kv_host_bytes)
+    ));
+    for d in &l.devices {
+        out.push_str(&format!(
+            "  {} KV buffer size = {}; compute buffer size = {}; total {}\n",
+            d.device,
+            mib(d.kv_bytes),
+            mib(d.compute_bytes),
+            mib(d.total_bytes)
+        ));
+    }
+    out.push_str(&format!(
+        "  host compute buffer size = {}; output buffer size = {}; host total {}\n",
+        mib(l.compute_host_bytes),
+        mib(l.output_bytes),
+        mib(l.host_total_bytes)
+    ));
+    out.push_str(&format!("  launch: {}\n", l.launch.llama_server));
+    out.push_str(&format!(
+        "  ollama: {} ollama serve; Modelfile: {}\n",
+        l.launch.ollama_env.join(" "),
+        l.launch.ollama_modelfile.join("; ")
+    ));
+    out
+}
+
+fn vllm(e: &InferEstimate) -> String {
+    let mut out = String::new();
     let v = &e.serving;
     out.push_str(&format!(
         "\nvLLM start-up (GPU {} × {}, TP {}, max_model_len {}):\n",
@@ -59,6 +133,13 @@ pub fn inference(e: &InferEstimate) -> String {
         v.concurrency_at_context,
         if v.fits { "" } else { " ; does NOT start (not enough KV memory for one request)" }
     ));
+    out
+}
+
+/// The explained terms and notes.
+fn how(e: &InferEstimate) -> String {
+    let mut out = String::new();
+    let v = &e.serving;
     out.push_str("\nHow:\n");
     for t in e.terms.iter().chain(v.terms.iter()) {
         out.push_str(&format!(

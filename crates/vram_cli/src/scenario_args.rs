@@ -52,6 +52,9 @@ pub enum BaseQuantArg {
 pub enum EngineArg {
     Transformers,
     Vllm,
+    /// llama.cpp (llama-server / llama-cli / ollama).
+    #[value(name = "llama.cpp", alias = "llama-cpp", alias = "llamacpp")]
+    LlamaCpp,
 }
 
 /// Scenario flags (see docs/cli.md).
@@ -108,7 +111,7 @@ pub struct ScenarioArgs {
     /// Inference weight format (bf16, fp16, fp32, fp8, int8, nf4, gptq-4bit, awq-4bit, mxfp4, q4_k_m, ...).
     #[arg(long)]
     pub weights: Option<String>,
-    /// KV cache dtype (bf16, fp16, fp8, int8, int4).
+    /// KV cache dtype (bf16, fp16, fp8, int8, int4; llama.cpp: the K type f16, q8_0, q4_0, ...).
     #[arg(long)]
     pub kv_dtype: Option<String>,
     /// Positions whose logits are computed when generating (0 = all positions).
@@ -231,6 +234,7 @@ impl ScenarioArgs {
             s.engine = match e {
                 EngineArg::Transformers => Engine::Transformers,
                 EngineArg::Vllm => Engine::Vllm,
+                EngineArg::LlamaCpp => Engine::LlamaCpp,
             };
         }
         s.validate()?;
