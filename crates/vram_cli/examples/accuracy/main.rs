@@ -286,6 +286,12 @@ fn main() -> anyhow::Result<()> {
     out.push_str(&infer::section(
         &reports.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
     ));
+    // The llama.cpp section compares printed start-up buffers (not reports): kept in its own file,
+    // written from `cargo run -p vram_core --example llama_accuracy`.
+    if let Ok(llama) = std::fs::read_to_string(root.join("docs/accuracy-llama-cpp.md")) {
+        out.push('\n');
+        out.push_str(&llama);
+    }
     std::fs::write(&out_path, out)?;
     eprintln!("wrote {}", out_path.display());
     Ok(())
