@@ -58,9 +58,56 @@ fn is_gguf(path: &Path) -> anyhow::Result<bool> {
     Ok(f.read_exact(&mut magic).is_ok() && magic == vram_core::gguf_file::GGUF_MAGIC)
 }
 
+/// `name-00001-of-00003.gguf` → (`name`, 3).
+fn split_parts(path: &Path) -> Option<(String, u32)> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".gguf")?;
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (prefix, no) = rest.rsplit_once('-')?;
+    if no.len() != 5 || count.len() != 5 {
+        return None;
+    }
+    no.parse::<u32>().ok()?;
+    Some((prefix.to_string(), count.parse().ok()?))
+}
+
+/// Reads the headers of a GGUF file, or of every part of a split model (`-00001-of-00003.gguf`:
+/// all parts are read from the same folder and their tensors summed).
+pub fn load_gguf(path: &Path) -> anyhow::Result<ModelSpec> {
+    let Some((prefix, count)) = split_parts(path) else {
+        return load_gguf_single(path);
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut headers = Vec::new();
+    for i in 1..=count {
+        let part = dir.join(format!("{prefix}-{i:05}-of-{count:05}.gguf"));
+        if !part.exists() {
+            anyhow::bail!(
+                "{}: part {i} of {count} of this split model is missing ({}); every part's header is needed",
+                path.display(),
+                part.display()
+            );
+        }
+        headers.push(read_gguf_header(&part)?);
+    }
+    let name = format!("{prefix}.gguf");
+    vram_core::gguf_model::spec_from_gguf_parts(&headers, &name)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn load_gguf_single(path: &Path) -> anyhow::Result<ModelSpec> {
+    let header = read_gguf_header(path)?;
+    let name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("model.gguf");
+    vram_core::gguf_model::spec_from_gguf(&header, name)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
 /// Reads only the header of a GGUF file: the first MiB, then as many bytes as the parser asks
 /// for (never the tensor data).
-pub fn load_gguf(path: &Path) -> anyhow::Result<ModelSpec> {
+fn read_gguf_header(path: &Path) -> anyhow::Result<vram_core::gguf_file::GgufHeader> {
     use std::io::{Read, Seek, SeekFrom};
     use vram_core::gguf_file::{parse_header, GgufError};
     let mut f =
@@ -91,10 +138,5 @@ pub fn load_gguf(path: &Path) -> anyhow::Result<ModelSpec> {
             Err(e) => anyhow::bail!("{}: {e}", path.display()),
         }
     };
-    let name = path
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("model.gguf");
-    vram_core::gguf_model::spec_from_gguf(&header, name)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    Ok(header)
 }

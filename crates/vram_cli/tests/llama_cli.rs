@@ -29,6 +29,70 @@ fn json_of(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
+/// The tensors and metadata of the tiny model.
+fn tiny_parts() -> (Vec<(String, GgufValue)>, Vec<(String, Vec<u64>, u32)>, u64) {
+    let (path, data) = tiny_gguf("parts-source.gguf");
+    let bytes = std::fs::read(&path).unwrap();
+    let h = vram_core::gguf_file::parse_header(&bytes[..]).unwrap();
+    let tensors = h
+        .tensors
+        .iter()
+        .map(|t| (t.name.clone(), t.dims.clone(), t.ggml_type))
+        .collect();
+    (h.metadata.clone(), tensors, data)
+}
+
+#[test]
+fn a_split_gguf_model_is_read_from_every_part() {
+    let (meta, tensors, data) = tiny_parts();
+    let dir = std::env::temp_dir().join(format!("vram-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let split = |no: u16| {
+        vec![
+            ("split.no".to_string(), GgufValue::U16(no)),
+            ("split.count".to_string(), GgufValue::U16(2)),
+            (
+                "split.tensors.count".to_string(),
+                GgufValue::I32(tensors.len() as i32),
+            ),
+        ]
+    };
+    let mut m1 = meta.clone();
+    m1.extend(split(0));
+    let (a, b) = tensors.split_at(7);
+    std::fs::write(
+        dir.join("tiny-00001-of-00002.gguf"),
+        encode_header(3, &m1, a).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tiny-00002-of-00002.gguf"),
+        encode_header(3, &split(1), b).unwrap(),
+    )
+    .unwrap();
+    let first = dir.join("tiny-00001-of-00002.gguf");
+    let doc = json_of(&vram(&[
+        "estimate",
+        first.to_str().unwrap(),
+        "--infer",
+        "--engine",
+        "llama.cpp",
+        "--json",
+    ]));
+    assert_eq!(doc["infer"]["weights_bytes"], data);
+    assert_eq!(doc["model"]["name"], "tiny.gguf");
+    std::fs::remove_file(dir.join("tiny-00002-of-00002.gguf")).unwrap();
+    let out = vram(&[
+        "estimate",
+        first.to_str().unwrap(),
+        "--infer",
+        "--engine",
+        "llama.cpp",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("part 2 of 2"));
+}
+
 /// A 2-layer llama-style GGUF (Q8_0 matrices, F32 norms) of 4096 wide layers, sparse to its full
 /// size. Returns the path and the tensor data bytes.
 fn tiny_gguf(name: &str) -> (PathBuf, u64) {

@@ -399,3 +399,49 @@ pub fn spec_from_gguf(h: &GgufHeader, file_name: &str) -> Result<ModelSpec, Conf
     spec.gguf = Some(Box::new(m));
     Ok(spec)
 }
+
+/// The spec of a model split over several GGUF files (`llama-gguf-split`: every part carries
+/// `split.no`, `split.count` and its own tensors; the first part also carries the model's
+/// metadata). All parts must be given; their tensors are summed.
+pub fn spec_from_gguf_parts(
+    parts: &[GgufHeader],
+    file_name: &str,
+) -> Result<ModelSpec, ConfigError> {
+    let Some(first) = parts
+        .iter()
+        .find(|h| h.get_u64("split.no").unwrap_or(0) == 0)
+    else {
+        return Err(missing(
+            "split.no = 0",
+            "the first part holds the model's metadata",
+        ));
+    };
+    let count = first.get_u64("split.count").unwrap_or(1);
+    if count != parts.len() as u64 {
+        return Err(ConfigError::Inconsistent(format!(
+            "split.count says the model is in {count} GGUF files, {} given: give every part",
+            parts.len()
+        )));
+    }
+    let mut seen = vec![false; parts.len()];
+    for h in parts {
+        let no = h.get_u64("split.no").unwrap_or(0);
+        match seen.get_mut(no as usize) {
+            Some(s) if !*s => *s = true,
+            _ => {
+                return Err(ConfigError::InvalidField {
+                    field: "split.no".into(),
+                    expected: format!("each part number 0 to {} once", count - 1),
+                    found: no.to_string(),
+                })
+            }
+        }
+    }
+    let mut merged = first.clone();
+    for h in parts {
+        if h.get_u64("split.no").unwrap_or(0) != 0 {
+            merged.tensors.extend(h.tensors.iter().cloned());
+        }
+    }
+    spec_from_gguf(&merged, file_name)
+}
