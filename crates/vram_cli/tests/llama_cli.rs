@@ -29,8 +29,11 @@ fn json_of(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
+type Metadata = Vec<(String, GgufValue)>;
+type Tensors = Vec<(String, Vec<u64>, u32)>;
+
 /// The tensors and metadata of the tiny model.
-fn tiny_parts() -> (Vec<(String, GgufValue)>, Vec<(String, Vec<u64>, u32)>, u64) {
+fn tiny_parts() -> (Metadata, Tensors, u64) {
     let (path, data) = tiny_gguf("parts-source.gguf");
     let bytes = std::fs::read(&path).unwrap();
     let h = vram_core::gguf_file::parse_header(&bytes[..]).unwrap();

@@ -100,7 +100,7 @@ pub fn llama_model(h: &GgufHeader, file_name: &str) -> Result<LlamaModel, Config
     let n_head0 = max_per_layer(h, &n_head_key).unwrap_or(0);
     let head_k = h
         .arch_u64("attention.key_length")
-        .unwrap_or(if n_head0 > 0 { n_embd / n_head0 } else { 0 });
+        .unwrap_or(n_embd.checked_div(n_head0).unwrap_or(0));
     let head_v = h.arch_u64("attention.value_length").unwrap_or(head_k);
     let kv_lora = h.arch_u64("attention.kv_lora_rank");
     let n_rot = h.arch_u64("rope.dimension_count").unwrap_or(head_k);
