@@ -1,22 +1,10 @@
 //! `vram estimate` end to end: exact counts in JSON, and one-line errors with exit code 2.
 
+mod common;
+use common::{json_of, preset, vram};
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn vram(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vram"))
-        .args(args)
-        .output()
-        .expect("the vram binary runs")
-}
-
-fn preset(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../vram_core/presets")
-        .join(name)
-        .display()
-        .to_string()
-}
+use std::process::Output;
 
 fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("vram-cli-test-{}", std::process::id()));
@@ -24,15 +12,6 @@ fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, bytes).expect("write temp file");
     path
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
 /// Asserts exit code 2 and exactly one line on stderr containing every `needle`.

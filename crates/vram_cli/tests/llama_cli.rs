@@ -1,33 +1,11 @@
 //! `vram estimate --engine llama.cpp` and `vram fit` end to end, on configs and on GGUF files whose
 //! header is real and whose data section is a hole (a sparse file: only the header is ever read).
 
+mod common;
+use common::{json_of, preset, vram};
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use vram_core::gguf_file::{encode_header, GgufValue};
-
-fn vram(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vram"))
-        .args(args)
-        .output()
-        .expect("the vram binary runs")
-}
-
-fn preset(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../vram_core/presets")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
 
 type Metadata = Vec<(String, GgufValue)>;
 type Tensors = Vec<(String, Vec<u64>, u32)>;

@@ -303,6 +303,18 @@ pub fn tensor_types(spec: &ModelSpec, preset: GgufPreset) -> Vec<GgmlType> {
         .collect()
 }
 
+/// Bytes of tensor `t` of `spec` stored as `ty`: rows of `in_features` (the row a GGUF block runs
+/// along; the last dimension for embeddings and heads, the whole tensor for 1-D ones).
+pub(crate) fn stored_bytes(spec: &ModelSpec, t: &TensorSpec, ty: GgmlType) -> u64 {
+    let n = t.numel();
+    let cols = match t.shape.len() {
+        0 | 1 => n.max(1),
+        _ if is_linear_weight(t) => linear_dims(spec, t).2,
+        _ => *t.shape.last().unwrap_or(&1),
+    };
+    ty.tensor_bytes(n / cols.max(1), cols)
+}
+
 /// Weight bytes of `spec` as a GGUF file of `preset` (tensor data only, no metadata).
 pub fn weights(spec: &ModelSpec, preset: GgufPreset) -> WeightsBreakdown {
     let types = tensor_types(spec, preset);
@@ -324,13 +336,7 @@ pub fn weights(spec: &ModelSpec, preset: GgufPreset) -> WeightsBreakdown {
     for (inst, ty) in spec.instances().zip(types) {
         let t = inst.tensor;
         let n = t.numel();
-        let cols = match t.shape.len() {
-            0 | 1 => n.max(1),
-            _ if is_linear_weight(t) => linear_dims(spec, t).2,
-            _ => *t.shape.last().unwrap_or(&1),
-        };
-        let rows = n / cols.max(1);
-        let bytes = ty.tensor_bytes(rows, cols);
+        let bytes = stored_bytes(spec, t, ty);
         *by_type.entry(ty).or_insert(0) += n;
         if matches!(ty, GgmlType::F32 | GgmlType::F16) {
             b.unquantized_params += n;

@@ -9,7 +9,6 @@
 
 use crate::infer::format::GgufPreset;
 use crate::infer::gguf::{self as quant, GgmlType};
-use crate::infer::weights::{is_linear_weight, linear_dims};
 use crate::scenario::Dtype;
 use crate::spec::{Component, ModelKind, ModelSpec};
 use serde::{Deserialize, Serialize};
@@ -240,13 +239,7 @@ impl LlamaModel {
             .map(|(inst, ty)| {
                 let t = inst.tensor;
                 let n = t.numel();
-                let cols = match t.shape.len() {
-                    0 | 1 => n.max(1),
-                    _ if is_linear_weight(t) => linear_dims(spec, t).2,
-                    _ => *t.shape.last().unwrap_or(&1),
-                };
-                let rows = n / cols.max(1);
-                let bytes = ty.tensor_bytes(rows, cols);
+                let bytes = quant::stored_bytes(spec, t, ty);
                 let role = match (t.component, inst.layer) {
                     (_, Some(_)) => TensorRole::Layer,
                     (Component::Embedding, None) => TensorRole::TokenEmbd,
