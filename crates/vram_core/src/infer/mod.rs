@@ -167,6 +167,16 @@ fn llama_cpp_estimate(
     overheads: &DeviceOverheads,
     explain: bool,
 ) -> Result<InferEstimate, ScenarioError> {
+    if scenario.batch > llama_cpp::MAX_SEQUENCES {
+        return Err(ScenarioError::Invalid {
+            field: "batch".into(),
+            expected: format!(
+                "1 to {} parallel sequences for llama.cpp (LLAMA_MAX_SEQ)",
+                llama_cpp::MAX_SEQUENCES
+            ),
+            found: scenario.batch.to_string(),
+        });
+    }
     let r = llama_cpp::resolve(spec, scenario)?;
     llama_cpp::validate(&scenario.llama_cpp, r.model.layers.len() as u64)?;
     let gguf_name = gguf_file_name(spec, &r.format_name);

@@ -26,6 +26,9 @@ pub use model::{LlamaModel, LlamaWeights};
 use placement::Dev;
 use serde::{Deserialize, Serialize};
 
+/// Most parallel sequences llama.cpp accepts (`LLAMA_MAX_SEQ`, `src/llama-cparams.h`).
+pub const MAX_SEQUENCES: u64 = 256;
+
 /// One device's share (as llama.cpp prints it per buffer).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceBuffers {
