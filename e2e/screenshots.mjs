@@ -14,6 +14,16 @@ for (const width of [1440, 390]) {
       const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: scheme, deviceScaleFactor: 1 });
       const page = await context.newPage();
       await openApp(page, process.env.VRAM_E2E_URL + (process.env['VRAM_SHOT_QUERY_' + view] || ''));
+      if (view === 'local') {
+        // The llama.cpp view: Llama-3.1-8B on an RTX 4090, 8192 tokens of context.
+        await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+        await page.selectOption('[data-testid="f-mode"]', 'infer');
+        await page.selectOption('[data-testid="f-gpu"]', 'rtx4090');
+        await page.selectOption('[data-testid="f-engine"]', 'llama.cpp');
+        await page.fill('[data-testid="f-llama_ctx"]', '8192');
+        await page.dispatchEvent('[data-testid="f-llama_ctx"]', 'change');
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid="fit-row"]').length > 0);
+      }
       if (view === 'model' || view === 'empty') {
         if (view === 'model') {
           await dropFile(page, 'meta-llama__Llama-3.1-8B.json', presetBytes('meta-llama__Llama-3.1-8B'));
@@ -21,7 +31,7 @@ for (const width of [1440, 390]) {
         }
       }
       await page.waitForTimeout(300);
-      const file = path.join(out, `page-${width}-${scheme}.png`);
+      const file = path.join(out, `${view === 'local' ? 'local' : 'page'}-${width}-${scheme}.png`);
       await page.screenshot({ path: file, fullPage: true });
       shots.push(file);
       await context.close();

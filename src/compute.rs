@@ -224,7 +224,7 @@ fn infer_verdict(e: &InferEstimate, s: &Scenario) -> (u64, Verdict) {
 /// [`infer_verdict`] of the core's totals.
 fn totals_verdict(e: &infer::InferTotals, s: &Scenario) -> (u64, Verdict) {
     match s.engine {
-        Engine::Transformers => (
+        Engine::Transformers | Engine::LlamaCpp => (
             e.device_bytes,
             Verdict::of(e.device_bytes, s.serving.gpu_memory_bytes),
         ),

@@ -133,6 +133,13 @@ impl Lang {
                     format!("The report measured config {name:?}, which is not bundled: drop that config.json first, then the report.")
                 }
             }
+            LoadError::Gguf { name, error } => {
+                if zh {
+                    format!("{name}：无法读取 GGUF 文件头：{error}")
+                } else {
+                    format!("{name}: could not read the GGUF header: {error}")
+                }
+            }
             LoadError::UnknownPreset { id } => {
                 if zh {
                     format!("没有名为 {id:?} 的预设。")
@@ -238,8 +245,8 @@ pub static EN: Strings = Strings {
     title: "vram — GPU memory calculator",
     tagline: "Drop a HuggingFace config.json and see exactly how many parameters it has and how much GPU memory training and inference need. Everything runs in your browser.",
     language: "Language",
-    drop_title: "Drop a config.json anywhere, or click to open one",
-    drop_hint: "Press Enter to choose a file. Files over 4 MiB are refused.",
+    drop_title: "Drop a config.json or a .gguf anywhere, or click to open one",
+    drop_hint: "Press Enter to choose a file. Of a .gguf only the header is read; other files over 4 MiB are refused.",
     drop_overlay: "Drop the config.json to load it",
     paste_label: "Or paste config.json text",
     paste_placeholder: "{ \"model_type\": \"llama\", \"hidden_size\": 4096, … }",
@@ -280,8 +287,8 @@ pub static ZH: Strings = Strings {
     title: "vram — GPU 显存计算器",
     tagline: "拖入 HuggingFace 的 config.json，即可看到模型的精确参数量，以及训练和推理所需的 GPU 显存。全部计算在浏览器中完成。",
     language: "语言",
-    drop_title: "将 config.json 拖到页面任意位置，或点击打开",
-    drop_hint: "按回车键选择文件。超过 4 MiB 的文件会被拒绝。",
+    drop_title: "将 config.json 或 .gguf 拖到页面任意位置，或点击打开",
+    drop_hint: "按回车键选择文件。.gguf 只读取文件头；其他超过 4 MiB 的文件会被拒绝。",
     drop_overlay: "松开鼠标即可加载 config.json",
     paste_label: "或粘贴 config.json 文本",
     paste_placeholder: "{ \"model_type\": \"llama\", \"hidden_size\": 4096, … }",

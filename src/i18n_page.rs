@@ -146,11 +146,11 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
         "engine" => (
             (
                 "Engine",
-                "HF transformers generate, or vLLM with its pre-allocated paged KV cache.",
+                "HF transformers generate, vLLM with its pre-allocated paged KV cache, or llama.cpp (and ollama) for local GGUF models.",
             ),
             (
                 "推理引擎",
-                "HF transformers generate，或预分配分页 KV 缓存的 vLLM。",
+                "HF transformers generate、预分配分页 KV 缓存的 vLLM，或运行本地 GGUF 模型的 llama.cpp（及 ollama）。",
             ),
         ),
         "weights" => (
@@ -221,6 +221,163 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
         "max_num_seqs" => (
             ("vLLM max sequences", "--max-num-seqs."),
             ("vLLM 最大序列数", "--max-num-seqs。"),
+        ),
+        "llama_ollama" => (
+            (
+                "ollama profile",
+                "ollama runs llama.cpp: context is num_ctx per sequence × OLLAMA_NUM_PARALLEL.",
+            ),
+            (
+                "ollama 配置",
+                "ollama 基于 llama.cpp：上下文 = 每序列 num_ctx × OLLAMA_NUM_PARALLEL。",
+            ),
+        ),
+        "llama_ctx" => (
+            (
+                "Context (-c)",
+                "Tokens of KV cache for all sequences together; llama.cpp pads it to 256.",
+            ),
+            (
+                "上下文 (-c)",
+                "所有序列共用的 KV 缓存 token 数；llama.cpp 会补齐到 256 的倍数。",
+            ),
+        ),
+        "llama_np" => (
+            (
+                "Parallel sequences (-np)",
+                "Requests served at once; they share the context.",
+            ),
+            ("并行序列数 (-np)", "同时处理的请求数；它们共享上下文。"),
+        ),
+        "llama_weights" => (
+            (
+                "Weight type (GGUF)",
+                "Auto: the GGUF file's own type, else Q4_K_M (what most model pages ship).",
+            ),
+            (
+                "权重类型 (GGUF)",
+                "自动：GGUF 文件自身的类型，否则为 Q4_K_M（多数模型页面提供的版本）。",
+            ),
+        ),
+        "llama_ctk" => (
+            (
+                "K cache type (-ctk)",
+                "f16 by default; q8_0 halves the K cache with little quality loss.",
+            ),
+            (
+                "K 缓存类型 (-ctk)",
+                "默认 f16；q8_0 可将 K 缓存减半，质量损失很小。",
+            ),
+        ),
+        "llama_ctv" => (
+            (
+                "V cache type (-ctv)",
+                "Same as K by default. A quantized V cache needs flash attention on.",
+            ),
+            (
+                "V 缓存类型 (-ctv)",
+                "默认与 K 相同。量化的 V 缓存需要开启 flash attention。",
+            ),
+        ),
+        "llama_fa" => (
+            (
+                "Flash attention (-fa)",
+                "auto: on where the GPU supports it (CUDA, Metal, Vulkan). Off materialises the KQ matrix.",
+            ),
+            (
+                "Flash attention (-fa)",
+                "auto：GPU 支持时开启（CUDA、Metal、Vulkan）。关闭时会生成 KQ 矩阵。",
+            ),
+        ),
+        "llama_ngl" => (
+            (
+                "GPU layers (-ngl)",
+                "\"all\" or a number: the last N layers (the output layer counts as one) go to the GPU.",
+            ),
+            (
+                "GPU 层数 (-ngl)",
+                "\"all\" 或数字：最后 N 层（输出层算一层）放在 GPU 上。",
+            ),
+        ),
+        "llama_n_cpu_moe" => (
+            (
+                "Experts on CPU (--n-cpu-moe)",
+                "The routed experts of the first N layers stay in RAM; the rest of each layer stays on the GPU.",
+            ),
+            (
+                "专家放在 CPU (--n-cpu-moe)",
+                "前 N 层的路由专家留在内存中；各层其余部分仍在 GPU 上。",
+            ),
+        ),
+        "llama_ubatch" => (
+            (
+                "Physical batch (-ub)",
+                "Tokens per compute step (default 512): the compute buffer grows with it.",
+            ),
+            (
+                "物理批大小 (-ub)",
+                "每步计算的 token 数（默认 512）：计算缓冲随之增大。",
+            ),
+        ),
+        "llama_swa_full" => (
+            (
+                "Full-size SWA cache (--swa-full)",
+                "Sliding-window layers get a cache as long as the context instead of the window.",
+            ),
+            (
+                "完整 SWA 缓存 (--swa-full)",
+                "滑动窗口层的缓存与上下文等长，而不是窗口长度。",
+            ),
+        ),
+        "llama_no_kv_offload" => (
+            (
+                "KV cache in RAM (--no-kv-offload)",
+                "Keeps the KV cache in host memory: frees GPU memory, slows generation.",
+            ),
+            (
+                "KV 缓存放在内存 (--no-kv-offload)",
+                "KV 缓存留在主机内存：节省显存，但生成变慢。",
+            ),
+        ),
+        "llama_gpus" => (
+            (
+                "Number of GPUs (--tensor-split)",
+                "Identical GPUs; the layers are split evenly between them.",
+            ),
+            (
+                "GPU 数量 (--tensor-split)",
+                "相同型号的 GPU；各层平均分配到每张卡。",
+            ),
+        ),
+        "llama_ram_gib" => (
+            (
+                "System RAM (GiB)",
+                "Host memory for the layers, experts and KV cache that stay on the CPU.",
+            ),
+            (
+                "系统内存 (GiB)",
+                "留在 CPU 上的层、专家和 KV 缓存所用的主机内存。",
+            ),
+        ),
+        "llama_display" => (
+            (
+                "A display is attached to this GPU",
+                "The desktop holds about 1 GiB of a GPU that drives the screen.",
+            ),
+            (
+                "此 GPU 连接了显示器",
+                "驱动屏幕的 GPU 会被桌面占用约 1 GiB。",
+            ),
+        ),
+        "llama_free_gib" => (
+            (
+                "Free GPU memory (GiB, optional)",
+                "Overrides the GPU's usable memory, e.g. the free figure nvidia-smi shows.",
+            ),
+            (
+                "空闲显存 (GiB，可选)",
+                "覆盖 GPU 的可用显存，例如 nvidia-smi 显示的空闲值。",
+            ),
         ),
         _ => ((key_static(key), ""), (key_static(key), "")),
     };
@@ -639,6 +796,22 @@ mod field_label_tests {
         "infer_dtype",
         "kv_dtype",
         "logits_to_keep",
+        "llama_ctk",
+        "llama_ctv",
+        "llama_ctx",
+        "llama_display",
+        "llama_fa",
+        "llama_free_gib",
+        "llama_gpus",
+        "llama_n_cpu_moe",
+        "llama_ngl",
+        "llama_no_kv_offload",
+        "llama_np",
+        "llama_ollama",
+        "llama_ram_gib",
+        "llama_swa_full",
+        "llama_ubatch",
+        "llama_weights",
         "lora",
         "lora_r",
         "lora_targets",

@@ -65,6 +65,93 @@ pub enum LoadError {
         /// The id asked for.
         id: String,
     },
+    /// A `.gguf` file whose header could not be read (bad magic, truncated, above the 256 MiB
+    /// header cap, malformed): the core's message.
+    Gguf {
+        /// File name.
+        name: String,
+        /// The core's error.
+        error: vram_core::gguf_file::GgufError,
+    },
+}
+
+/// The first read of a GGUF file: 1 MiB (most headers are a few MiB; the read grows as needed).
+pub const GGUF_FIRST_READ: u64 = 1 << 20;
+
+/// Whether a file name is a GGUF model (`.gguf`, any case).
+pub fn is_gguf(name: &str) -> bool {
+    name.to_ascii_lowercase().ends_with(".gguf")
+}
+
+/// What to do after reading the first `buf.len()` bytes of a GGUF file of `file_size` bytes.
+#[derive(Debug)]
+pub enum GgufStep {
+    /// The header was read (or refused): the model or the error.
+    Done(Box<Result<LoadedModel, LoadError>>),
+    /// Read the first this many bytes and call again.
+    Read(u64),
+}
+
+/// The header-only read loop of a GGUF file, one step at a time: parse what was read; on
+/// `NeedMore` ask for the larger of `needed_bytes` and twice what was read, never more than the
+/// file or `MAX_HEADER_BYTES` (the core refuses headers past that cap). The tensor data is never read.
+pub fn gguf_step(name: &str, file_size: u64, buf: &[u8]) -> GgufStep {
+    use vram_core::gguf_file::{parse_header, GgufError, MAX_HEADER_BYTES};
+    let fail = |error: GgufError| {
+        GgufStep::Done(Box::new(Err(LoadError::Gguf {
+            name: name.to_string(),
+            error,
+        })))
+    };
+    match parse_header(buf) {
+        Ok(h) => GgufStep::Done(Box::new(load_gguf_header(&h, name))),
+        Err(GgufError::NeedMore { needed_bytes }) => {
+            let have = buf.len() as u64;
+            if have >= file_size {
+                // the whole file was read: it is truncated
+                return fail(GgufError::NeedMore { needed_bytes });
+            }
+            if needed_bytes > MAX_HEADER_BYTES {
+                return fail(GgufError::TooLarge {
+                    what: "the GGUF header".into(),
+                    found: needed_bytes,
+                    limit: MAX_HEADER_BYTES,
+                });
+            }
+            let next = needed_bytes
+                .max(have.saturating_mul(2))
+                .min(MAX_HEADER_BYTES)
+                .min(file_size);
+            GgufStep::Read(next)
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// The model of a parsed GGUF header (`vram_core::gguf_model::spec_from_gguf`); the parameter
+/// count is the header's (every tensor's element count).
+pub fn load_gguf_header(
+    h: &vram_core::gguf_file::GgufHeader,
+    name: &str,
+) -> Result<LoadedModel, LoadError> {
+    match vram_core::gguf_model::spec_from_gguf(h, name) {
+        Ok(spec) => {
+            let mut params = ParamCounts::of(&spec);
+            if let Some(m) = spec.gguf.as_ref() {
+                params.total = m.params;
+            }
+            Ok(LoadedModel {
+                source: ModelSource::File(name.to_string()),
+                text: String::new(),
+                spec,
+                params,
+            })
+        }
+        Err(error) => Err(LoadError::Config {
+            name: Some(name.to_string()),
+            error,
+        }),
+    }
 }
 
 /// Refuses a file before reading it when it is larger than [`MAX_INPUT_BYTES`].

@@ -10,10 +10,15 @@ use vram_core::presets::PRESETS;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, File};
 
-/// Reads `file` (after the size check) and hands the parse result to the state.
+/// Reads `file` (after the size check) and hands the parse result to the state. A `.gguf` file is
+/// read only as far as its header goes ([`read_gguf`]).
 pub fn read_file(state: AppState, file: File) {
     let name = file.name();
     let size_bytes = file.size().max(0.0) as u64;
+    if crate::load::is_gguf(&name) {
+        read_gguf(state, file);
+        return;
+    }
     if let Err(e) = check_size(&name, size_bytes) {
         state.accept(Err(e));
         return;
@@ -27,6 +32,38 @@ pub fn read_file(state: AppState, file: File) {
         match text {
             Some(text) => state.accept_text(text, ModelSource::File(name)),
             None => state.accept(Err(LoadError::Unreadable { name })),
+        }
+    });
+}
+
+/// Reads the header of a GGUF file: `File.slice(0, n)` from 1 MiB, growing to what the parser asks
+/// for (at least doubling), up to the core's 256 MiB header cap; never the tensor data.
+pub fn read_gguf(state: AppState, file: File) {
+    let name = file.name();
+    let size = file.size().max(0.0) as u64;
+    leptos::task::spawn_local(async move {
+        let mut n = crate::load::GGUF_FIRST_READ.min(size);
+        loop {
+            let Ok(blob) = file.slice_with_f64_and_f64(0.0, n as f64) else {
+                state.accept(Err(LoadError::Unreadable { name }));
+                return;
+            };
+            let Ok(buf) = wasm_bindgen_futures::JsFuture::from(blob.array_buffer()).await else {
+                state.accept(Err(LoadError::Unreadable { name }));
+                return;
+            };
+            let bytes = js_sys::Uint8Array::new(&buf).to_vec();
+            match crate::load::gguf_step(&name, size, &bytes) {
+                crate::load::GgufStep::Read(next) if next > n => n = next,
+                crate::load::GgufStep::Read(_) => {
+                    state.accept(Err(LoadError::Unreadable { name }));
+                    return;
+                }
+                crate::load::GgufStep::Done(result) => {
+                    state.accept_gguf(*result);
+                    return;
+                }
+            }
         }
     });
 }
@@ -108,7 +145,7 @@ pub fn DropZone() -> impl IntoView {
             </button>
             <input
                 type="file"
-                accept=".json,application/json"
+                accept=".json,application/json,.gguf"
                 class="visually-hidden"
                 tabindex="-1"
                 aria-hidden="true"

@@ -103,6 +103,12 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
                 <span data-testid="model-name">{m.spec.name.clone()}</span>
             </h2>
             <p class="source" data-testid="model-source">{source}</p>
+            {m.spec.gguf.as_ref().map(|g| view! {
+                <p class="source" data-testid="gguf-type">
+                    {lang.local().gguf_type} ": " <strong>{m.spec.torch_dtype.clone().unwrap_or_default()}</strong>
+                    " · " {group_thousands(g.file_bytes)} " B"
+                </p>
+            })}
             <p class="headline">
                 <span class="big" data-testid="total-params" data-raw=total.to_string()>
                     {group_thousands(total)}

@@ -576,6 +576,8 @@ fn results_signals(state: AppState) -> Results {
                             train_more.set(Some(more));
                         }
                     }
+                    // The llama.cpp view runs its own solvers (local_view.rs).
+                    let ik = ik.filter(|k| k.1.engine != vram_core::scenario::Engine::LlamaCpp);
                     if let (Some(k), Some(b)) = (ik, ib) {
                         if infer_more.with_untracked(|m| m.as_ref().map(|m| &m.key) != Some(&k)) {
                             infer_more.set(Some(compute_infer_more(k, &b)));
@@ -638,10 +640,18 @@ pub fn ResultsView() -> impl IntoView {
         }
     };
     let has_results = Memo::new(move |_| results.with(|r| r.is_some()));
+    let local = Memo::new(move |_| state.page.with(|p| p.local_view()));
     view! {
         <div class="results" data-testid="results">
             {move || has_results.get().then(|| view! {
-                <div class="results-grid">{card(Budgeted::Train)} {card(Budgeted::Infer)}</div>
+                <div class="results-grid">
+                    {card(Budgeted::Train)}
+                    {move || if local.get() {
+                        view! { <crate::local_view::LocalView /> }.into_any()
+                    } else {
+                        card(Budgeted::Infer).into_any()
+                    }}
+                </div>
             })}
             {move || has_results.get().then(|| view! { <UnitsToggle /> <Charts res=res /> <ShareExport results=results /> })}
         </div>
@@ -782,6 +792,7 @@ fn draw_kind<DB: DrawingBackend>(
 fn Charts(res: Results) -> impl IntoView {
     let state = use_state();
     let mode = Memo::new(move |_| state.page.with(|p| p.mode));
+    let local = Memo::new(move |_| state.page.with(|p| p.local_view()));
     let kinds = move || {
         let mode = mode.get();
         let mut v = Vec::new();
@@ -792,8 +803,11 @@ fn Charts(res: Results) -> impl IntoView {
         }
         if mode.infer() {
             v.push(("infer-phases", ChartKind::Phases(Budgeted::Infer)));
-            v.push(("infer-context", ChartKind::InferContext));
-            v.push(("infer-seqs", ChartKind::InferSeqs));
+            // The context sweeps are the transformers and vLLM profiles: not shown for llama.cpp.
+            if !local.get() {
+                v.push(("infer-context", ChartKind::InferContext));
+                v.push(("infer-seqs", ChartKind::InferSeqs));
+            }
         }
         v
     };
@@ -858,6 +872,8 @@ pub fn share_query(state: AppState) -> String {
     state.model.with_untracked(|m| {
         let (preset, config) = match m.as_ref().map(|m| (&m.source, &m.text)) {
             Some((ModelSource::Preset(id), _)) => (Some(*id), None),
+            // A GGUF model has no config text: the link carries the scenario only.
+            Some((_, text)) if text.is_empty() => (None, None),
             Some((_, text)) => (None, Some(text.as_str())),
             None => (None, None),
         };

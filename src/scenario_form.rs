@@ -9,8 +9,8 @@ use crate::state::{use_state, AppState};
 use leptos::prelude::*;
 use vram_core::gpu_catalog::GPUS;
 use vram_core::scenario::{
-    AttentionImpl, BaseQuant, Dtype, Engine, Lora, LoraTargets, MixedPrecision, Optimizer,
-    ZeroStage,
+    AttentionImpl, BaseQuant, Dtype, Engine, FlashAttn, Lora, LoraTargets, MixedPrecision,
+    Optimizer, ZeroStage,
 };
 use vram_core::units::GIB;
 
@@ -321,18 +321,15 @@ pub fn ScenarioForm() -> impl IntoView {
             }
         })
     };
+    let llama = move || state.page.with(|p| p.infer.engine == Engine::LlamaCpp);
     let infer_fields = move || {
         mode().infer().then(|| {
             view! {
                 <fieldset class="subform" data-testid="infer-form">
                     <legend>{move || t().inference}</legend>
-                    {select_field(
-                        state,
-                        "engine",
-                        |_| opts(&[("transformers", "HF transformers"), ("vllm", "vLLM")]),
-                        |p| if p.infer.engine == Engine::Vllm { "vllm".into() } else { "transformers".into() },
-                        |p, v| p.infer.engine = if v == "vllm" { Engine::Vllm } else { Engine::Transformers },
-                    )}
+                    {engine_field(state)}
+                    {move || llama().then(|| llama_fields(state))}
+                    {move || (!llama()).then(|| view! {
                     {select_field(
                         state,
                         "infer_dtype",
@@ -397,6 +394,7 @@ pub fn ScenarioForm() -> impl IntoView {
                             }
                         })
                     }}
+                    })}
                 </fieldset>
             }
         })
@@ -458,11 +456,16 @@ pub fn ScenarioForm() -> impl IntoView {
                         p.gpu = match GPUS.iter().find(|g| g.id == v) {
                             Some(g) => GpuChoice::Catalog(g.id),
                             None => GpuChoice::Custom(p.gpu.usable_bytes().max(1)),
+                        };
+                        // On unified memory the RAM is the machine's.
+                        if let Some(g) = p.gpu.catalog().filter(|g| g.system_ram_bytes > 0) {
+                            p.local.ram_bytes = g.system_ram_bytes;
                         }
                     },
                 )}
                 {custom_gib}
-                {number_field(
+                // The llama.cpp view has its own GPU count (the tensor split).
+                {move || (!state.page.with(|p| p.mode == PageMode::Infer && p.local_view())).then(|| number_field(
                     state,
                     "gpus",
                     |p| p.train.gpus,
@@ -470,7 +473,7 @@ pub fn ScenarioForm() -> impl IntoView {
                         p.train.gpus = v;
                         p.infer.serving.tensor_parallel_size = v;
                     },
-                )}
+                ))}
             </div>
             <div class="subforms">
                 {train_fields}
@@ -494,5 +497,227 @@ fn attention_from(v: &str) -> AttentionImpl {
         "eager" => AttentionImpl::Eager,
         "flash" => AttentionImpl::Flash,
         _ => AttentionImpl::Sdpa,
+    }
+}
+
+/// A free-text field; `set` parses the raw text (its error is shown by the field).
+fn text_field(
+    state: AppState,
+    key: &'static str,
+    get: impl Fn(&PageScenario) -> String + Send + Sync + 'static,
+    set: impl Fn(&mut PageScenario, &str) -> Result<(), String> + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    let on_change = move |ev| {
+        let raw = event_target_value(&ev);
+        let mut next = state.page.get_untracked();
+        match set(&mut next, raw.trim()) {
+            Ok(()) => state.change_scenario(key, |p| *p = next),
+            Err(msg) => state.set_field_error.set(Some((key.to_string(), msg))),
+        }
+    };
+    view! {
+        <div class="field">
+            {label_hint(state, key)}
+            <input
+                id=format!("f-{key}")
+                type="text"
+                inputmode="decimal"
+                autocomplete="off"
+                data-testid=format!("f-{key}")
+                aria-describedby=format!("hint-{key}")
+                prop:value=move || state.page.with(|p| get(p))
+                on:change=on_change
+            />
+            {error_for(state, key)}
+        </div>
+    }
+}
+
+fn engine_key(e: Engine) -> &'static str {
+    match e {
+        Engine::Transformers => "transformers",
+        Engine::Vllm => "vllm",
+        Engine::LlamaCpp => "llama.cpp",
+    }
+}
+
+/// The engine select: transformers, vLLM, llama.cpp.
+fn engine_field(state: AppState) -> impl IntoView {
+    select_field(
+        state,
+        "engine",
+        |_| {
+            opts(&[
+                ("transformers", "HF transformers"),
+                ("vllm", "vLLM"),
+                ("llama.cpp", "llama.cpp / ollama"),
+            ])
+        },
+        |p| engine_key(p.infer.engine).into(),
+        |p, v| {
+            let e = match v {
+                "vllm" => Engine::Vllm,
+                "llama.cpp" => Engine::LlamaCpp,
+                _ => Engine::Transformers,
+            };
+            crate::page_scenario::use_engine(p, e);
+        },
+    )
+}
+
+fn gib_text(bytes: u64) -> String {
+    let g = bytes as f64 / GIB as f64;
+    let s = format!("{g:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn parse_gib(key: &str, raw: &str) -> Result<u64, String> {
+    match raw.parse::<f64>() {
+        Ok(g) if g > 0.0 && g < 1e6 => Ok((g * GIB as f64).round() as u64),
+        _ => Err(format!(
+            "{key}: expected a size in GiB above 0, found {raw:?}"
+        )),
+    }
+}
+
+fn flash_key(f: FlashAttn) -> String {
+    match f {
+        FlashAttn::Auto => "auto",
+        FlashAttn::On => "on",
+        FlashAttn::Off => "off",
+    }
+    .into()
+}
+
+/// What the model offers llama.cpp's options: (routed experts, sliding-window layers).
+fn model_features(state: AppState) -> (bool, bool) {
+    let page = state.page.get();
+    state.model.with(|m| {
+        m.as_ref()
+            .and_then(|m| {
+                vram_core::infer::llama_cpp::resolve(&m.spec, &page.infer_scenario()).ok()
+            })
+            .map_or((false, false), |r| {
+                (r.model.has_experts(), r.model.n_swa > 0)
+            })
+    })
+}
+
+/// The llama.cpp inputs (shown instead of the transformers / vLLM ones).
+fn llama_fields(state: AppState) -> impl IntoView {
+    let features = Memo::new(move |_| model_features(state));
+    let cache_types = |first: Option<(&str, &str)>| {
+        let mut v: Vec<(String, String)> = first
+            .map(|(a, b)| vec![(a.to_string(), b.to_string())])
+            .unwrap_or_default();
+        for t in [
+            "f16", "bf16", "f32", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl",
+        ] {
+            v.push((t.into(), t.into()));
+        }
+        v
+    };
+    view! {
+        {check_field(state, "llama_ollama", |p| p.infer.llama_cpp.ollama, |p, v| p.infer.llama_cpp.ollama = v)}
+        {number_field(state, "llama_ctx", |p| p.infer.seq_len, |p, v| p.infer.seq_len = v)}
+        {number_field(state, "llama_np", |p| p.infer.batch, |p, v| p.infer.batch = v)}
+        {select_field(
+            state,
+            "llama_weights",
+            |lang| {
+                let mut v = vec![(String::new(), lang.page().auto.to_string())];
+                for f in ["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k"] {
+                    v.push((f.into(), f.to_uppercase()));
+                }
+                v
+            },
+            |p| p.infer.weights.clone().unwrap_or_default(),
+            |p, v| p.infer.weights = (!v.is_empty()).then(|| v.to_string()),
+        )}
+        {select_field(
+            state,
+            "llama_ctk",
+            move |_| cache_types(None),
+            |p| p.infer.kv_dtype.clone().unwrap_or_else(|| "f16".into()),
+            |p, v| p.infer.kv_dtype = (v != "f16").then(|| v.to_string()),
+        )}
+        {select_field(
+            state,
+            "llama_ctv",
+            move |lang| cache_types(Some(("", if lang == Lang::Zh { "与 K 相同" } else { "same as K" }))),
+            |p| p.infer.llama_cpp.kv_dtype_v.clone().unwrap_or_default(),
+            |p, v| p.infer.llama_cpp.kv_dtype_v = (!v.is_empty()).then(|| v.to_string()),
+        )}
+        {select_field(
+            state,
+            "llama_fa",
+            |_| opts(&[("auto", "auto"), ("on", "on"), ("off", "off")]),
+            |p| flash_key(p.infer.llama_cpp.flash_attn),
+            |p, v| {
+                p.infer.llama_cpp.flash_attn = match v {
+                    "on" => FlashAttn::On,
+                    "off" => FlashAttn::Off,
+                    _ => FlashAttn::Auto,
+                }
+            },
+        )}
+        {text_field(
+            state,
+            "llama_ngl",
+            |p| p.infer.llama_cpp.n_gpu_layers.map_or_else(|| "all".into(), |n| n.to_string()),
+            |p, raw| {
+                p.infer.llama_cpp.n_gpu_layers = match raw.to_ascii_lowercase().as_str() {
+                    "" | "all" | "全部" => None,
+                    t => Some(t.parse::<u64>().map_err(|_| {
+                        format!("llama_cpp.n_gpu_layers: expected \"all\" or a whole number, found {raw:?}")
+                    })?),
+                };
+                Ok(())
+            },
+        )}
+        {move || features.get().0.then(|| number_field(
+            state,
+            "llama_n_cpu_moe",
+            |p| p.infer.llama_cpp.n_cpu_moe,
+            |p, v| p.infer.llama_cpp.n_cpu_moe = v,
+        ))}
+        {number_field(state, "llama_ubatch", |p| p.infer.llama_cpp.n_ubatch, |p, v| p.infer.llama_cpp.n_ubatch = v)}
+        {move || features.get().1.then(|| check_field(
+            state,
+            "llama_swa_full",
+            |p| p.infer.llama_cpp.swa_full,
+            |p, v| p.infer.llama_cpp.swa_full = v,
+        ))}
+        {check_field(state, "llama_no_kv_offload", |p| p.infer.llama_cpp.no_kv_offload, |p, v| p.infer.llama_cpp.no_kv_offload = v)}
+        {number_field(
+            state,
+            "llama_gpus",
+            |p| p.infer.llama_cpp.tensor_split.len().max(1) as u64,
+            |p, v| {
+                p.infer.llama_cpp.tensor_split = if v > 1 { vec![1.0; v as usize] } else { Vec::new() };
+                if v == 0 {
+                    p.infer.llama_cpp.tensor_split = vec![0.0];
+                }
+            },
+        )}
+        {text_field(
+            state,
+            "llama_ram_gib",
+            |p| gib_text(p.local.ram_bytes),
+            |p, raw| {
+                p.local.ram_bytes = parse_gib("llama_ram_gib", raw)?;
+                Ok(())
+            },
+        )}
+        {check_field(state, "llama_display", |p| p.local.display, |p, v| p.local.display = v)}
+        {text_field(
+            state,
+            "llama_free_gib",
+            |p| p.local.free_bytes.map(gib_text).unwrap_or_default(),
+            |p, raw| {
+                p.local.free_bytes = if raw.is_empty() { None } else { Some(parse_gib("llama_free_gib", raw)?) };
+                Ok(())
+            },
+        )}
     }
 }

@@ -3,7 +3,7 @@
 //! their text.
 
 use crate::i18n::Lang;
-use crate::page_scenario::{GpuChoice, PageMode, PageScenario};
+use crate::page_scenario::{GpuChoice, LocalMachine, PageMode, PageScenario};
 use serde::{Deserialize, Serialize};
 use vram_core::Scenario;
 
@@ -26,6 +26,13 @@ pub struct SharedState {
     pub gpu: String,
     /// Language tag.
     pub lang: String,
+    /// The local machine of the llama.cpp view.
+    #[serde(default, skip_serializing_if = "is_default_local")]
+    pub local: LocalMachine,
+}
+
+fn is_default_local(l: &LocalMachine) -> bool {
+    *l == LocalMachine::default()
 }
 
 impl SharedState {
@@ -47,6 +54,7 @@ impl SharedState {
                 GpuChoice::Custom(b) => format!("custom:{b}"),
             },
             lang: lang.tag().into(),
+            local: page.local.clone(),
         }
     }
 
@@ -62,6 +70,7 @@ impl SharedState {
             train: self.train.clone(),
             infer: self.infer.clone(),
             gpu,
+            local: self.local.clone(),
         }
     }
 

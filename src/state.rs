@@ -81,6 +81,20 @@ impl AppState {
 }
 
 impl AppState {
+    /// Shows a model read from a GGUF header with the llama.cpp engine (inference only, the file's
+    /// weight type), or the error (the previous model stays).
+    pub fn accept_gguf(&self, result: Result<LoadedModel, LoadError>) {
+        if result.is_ok() {
+            let mut page = self.page.get_untracked();
+            page.mode = crate::page_scenario::PageMode::Infer;
+            crate::page_scenario::use_engine(&mut page, vram_core::scenario::Engine::LlamaCpp);
+            page.infer.weights = None;
+            self.set_field_error.set(None);
+            self.set_page.set(page);
+        }
+        self.accept(result);
+    }
+
     /// Loads dropped or pasted text: a `vram measure` report (model + scenario + measurement) or a config.
     pub fn accept_text(&self, text: String, source: crate::load::ModelSource) {
         if !crate::measured::looks_like_report(&text) {
@@ -120,12 +134,27 @@ impl AppState {
         crate::perf::mark_input();
         let mut next = self.page.get_untracked();
         f(&mut next);
-        match crate::page_scenario::validate(&next) {
+        let checked = crate::page_scenario::validate(&next).and_then(|()| {
+            self.model.with_untracked(|m| match m {
+                Some(m) => crate::page_scenario::validate_llama(&next, &m.spec),
+                None => Ok(()),
+            })
+        });
+        match checked {
             Ok(()) => {
                 self.set_field_error.set(None);
                 self.set_page.set(next);
             }
-            Err(msg) => self.set_field_error.set(Some((field.to_string(), msg))),
+            Err(msg) => {
+                // The V cache type is refused by the flash-attention setting too: explain it next to
+                // the V type, whichever of the two changed.
+                let key = if msg.starts_with("kv_dtype_v") {
+                    "llama_ctv"
+                } else {
+                    field
+                };
+                self.set_field_error.set(Some((key.to_string(), msg)));
+            }
         }
     }
 

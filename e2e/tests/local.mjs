@@ -1,0 +1,228 @@
+// The llama.cpp ("local") view against the CLI: `vram estimate … --infer --engine llama.cpp --json`
+// and `vram fit … --json` (same core, same scenario), a GGUF file read header-only, accessibility.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { test, assert, assertEq, openApp, waitFor } from '../harness.mjs';
+import { cliJson, presetPath } from '../cli.mjs';
+import { writeLlama8bQ4km } from '../gguf_writer.mjs';
+
+const require = createRequire(import.meta.url);
+const LLAMA = 'meta-llama__Llama-3.1-8B';
+
+async function setField(page, key, value) {
+  await page.fill(`[data-testid="f-${key}"]`, String(value));
+  await page.dispatchEvent(`[data-testid="f-${key}"]`, 'change');
+}
+
+/** Loads the preset and switches the inference form to llama.cpp. */
+async function openLocal(page, gpu = 'rtx4090') {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', LLAMA);
+  await waitFor(page, () => !!document.querySelector('[data-testid="f-engine"]'), null, 'the form');
+  await page.selectOption('[data-testid="f-mode"]', 'infer');
+  await page.selectOption('[data-testid="f-gpu"]', gpu);
+  await page.selectOption('[data-testid="f-engine"]', 'llama.cpp');
+  await waitFor(page, () => !!document.querySelector('[data-testid="local-verdict"]'), null, 'the local view');
+}
+
+async function waitAttr(page, testid, attr, expected) {
+  await waitFor(
+    page,
+    ([id, a, v]) => document.querySelector(`[data-testid="${id}"]`)?.getAttribute(a) === v,
+    [testid, attr, String(expected)],
+    `${testid} ${attr} = ${expected}`,
+  );
+}
+
+function estimate(args) {
+  return cliJson(['estimate', ...args, '--infer', '--engine', 'llama.cpp', '--json']).infer.llama_cpp;
+}
+
+test('local: llama.cpp figures at a typed context equal vram estimate --engine llama.cpp', async ({ page }) => {
+  await openLocal(page);
+  // only llama.cpp's inputs are shown
+  for (const gone of ['infer_dtype', 'infer_attention', 'logits_to_keep', 'context']) {
+    assertEq(await page.$(`[data-testid="f-${gone}"]`), null, `${gone} hidden for llama.cpp`);
+  }
+  await page.click('[data-testid="f-llama_ctx"]');
+  await page.fill('[data-testid="f-llama_ctx"]', '');
+  await page.type('[data-testid="f-llama_ctx"]', '8192');
+  await page.press('[data-testid="f-llama_ctx"]', 'Tab');
+  const cli = estimate([presetPath(LLAMA), '--seq', '8192']);
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', cli.gpu_total_bytes);
+  assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-host-bytes'), String(cli.host_total_bytes), 'host bytes');
+  assertEq(await page.getAttribute('[data-testid="kv-cells"]', 'data-cells'), String(cli.cells), 'KV cells');
+  // the per-device table prints llama.cpp's MiB
+  const cuda0 = await page.textContent('[data-testid="device-row"][data-device="CUDA0"]');
+  const mib = (b) => (b / 2 ** 20).toFixed(2) + ' MiB';
+  assert(cuda0.includes(mib(cli.devices[0].weights_bytes)), 'CUDA0 model buffer: ' + cuda0);
+  assert(cuda0.includes(mib(cli.devices[0].kv_bytes)), 'CUDA0 KV buffer: ' + cuda0);
+  // the same flags (the file name is the page's model name)
+  const noFile = (l) => l.replace(/ -m \S+/, ' -m FILE');
+  assertEq(noFile(await page.textContent('[data-testid="launch-line"]')), noFile(cli.launch.llama_server), 'launch line');
+  assertEq(await page.textContent('[data-testid="local-verdict-text"]'), 'fits', 'verdict on an RTX 4090');
+});
+
+test('local: -ngl 20 moves layers to the host as the CLI does', async ({ page }) => {
+  await openLocal(page);
+  await setField(page, 'llama_ngl', 20);
+  const cli = estimate([presetPath(LLAMA), '--ngl', '20']);
+  await waitAttr(page, 'ngl-split', 'data-gpu-layers', cli.layers_on_gpu);
+  assertEq(await page.getAttribute('[data-testid="ngl-split"]', 'data-n-layer'), String(cli.n_layer), 'n_layer');
+  assertEq(await page.getAttribute('[data-testid="ngl-split"]', 'data-host-bytes'), String(cli.host_total_bytes), 'split host bytes');
+  assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-host-bytes'), String(cli.host_total_bytes), 'verdict host bytes');
+  assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-gpu-bytes'), String(cli.gpu_total_bytes), 'gpu bytes');
+  assert(cli.layers_on_gpu < cli.n_layer, 'fewer layers on the GPU');
+  // the host bar shows the host weights
+  const hostSegs = await page.$$eval('[data-testid="ngl-split"] .split-row:nth-of-type(2) .seg', (s) => s.map((x) => Number(x.dataset.bytes)));
+  assertEq(hostSegs.reduce((a, b) => a + b, 0), cli.host_total_bytes, 'host bar segments sum to the host total');
+  // "all" again
+  await setField(page, 'llama_ngl', 'all');
+  const all = estimate([presetPath(LLAMA)]);
+  await waitAttr(page, 'ngl-split', 'data-gpu-layers', all.layers_on_gpu);
+  // a quantized V cache needs flash attention: the error sits by the V field and the result stays
+  await page.selectOption('[data-testid="f-llama_ctv"]', 'q8_0');
+  const q8 = estimate([presetPath(LLAMA), '--kv-dtype-v', 'q8_0']);
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', q8.gpu_total_bytes);
+  await page.selectOption('[data-testid="f-llama_fa"]', 'off');
+  await waitFor(page, () => !!document.querySelector('[data-testid="error-llama_ctv"]'), null, 'the V type error');
+  assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-gpu-bytes'), String(q8.gpu_total_bytes), 'last good result kept');
+});
+
+test('local: the can-I-run-it table equals vram fit, and a row click applies its type', async ({ page }) => {
+  await openLocal(page, 'rtx4090');
+  const fit = cliJson(['fit', presetPath(LLAMA), '--gpu', 'rtx4090', '--json']);
+  await waitFor(page, (n) => document.querySelectorAll('[data-testid="fit-row"]').length === n, fit.rows.length, 'the fit rows');
+  const rows = await page.$$eval('[data-testid="fit-row"]', (rs) =>
+    rs.map((r) => ({ w: r.dataset.weights, ctx: r.dataset.fullGpuContext, p: r.dataset.placement, ngl: r.dataset.ngl, gpu: r.dataset.gpuBytes, host: r.dataset.hostBytes })),
+  );
+  fit.rows.forEach((f, i) => {
+    const r = rows[i];
+    assertEq(r.w, f.weights, `row ${i} weights`);
+    assertEq(r.ctx, String(f.full_gpu_max_context), `${f.weights} full-GPU context`);
+    assertEq(r.p, f.placement, `${f.weights} placement`);
+    assertEq(r.ngl, String(f.n_gpu_layers), `${f.weights} -ngl`);
+    assertEq(r.gpu, String(f.gpu_bytes), `${f.weights} GPU bytes`);
+    assertEq(r.host, String(f.host_bytes), `${f.weights} host bytes`);
+  });
+  // click Q8_0: the weight type changes and the headline follows
+  await page.click('[data-testid="fit-row"][data-weights="Q8_0"]');
+  const q8 = estimate([presetPath(LLAMA), '--weights', 'q8_0']);
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', q8.gpu_total_bytes);
+  assertEq(await page.inputValue('[data-testid="f-llama_weights"]'), 'q8_0', 'weights select');
+  // the solvers answer
+  await waitFor(page, () => /\d/.test(document.querySelector('[data-testid="local-max-ctx"]')?.textContent ?? ''), null, 'the context solver');
+});
+
+test('local: a multi-GB GGUF file is read header-only and matches vram estimate FILE.gguf', async ({ page }) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vram-gguf-'));
+  const file = path.join(dir, 'Llama-3.1-8B-Q4_K_M.gguf');
+  try {
+    const g = writeLlama8bQ4km(file);
+    const cliDoc = cliJson(['estimate', file, '--infer', '--engine', 'llama.cpp', '--json']);
+    const cli = cliDoc.infer.llama_cpp;
+    // Records every byte range the page reads from a Blob/File, and when the figures appear.
+    await page.addInitScript((expected) => {
+      window.__reads = [];
+      const slice = Blob.prototype.slice;
+      Blob.prototype.slice = function (...a) {
+        const b = slice.apply(this, a);
+        window.__reads.push({ op: 'slice', start: a[0] ?? 0, end: a[1] ?? this.size, size: b.size });
+        return b;
+      };
+      for (const op of ['arrayBuffer', 'text', 'stream', 'bytes']) {
+        const f = Blob.prototype[op];
+        if (!f) continue;
+        Blob.prototype[op] = function (...a) {
+          window.__reads.push({ op, start: 0, end: this.size, size: this.size });
+          return f.apply(this, a);
+        };
+      }
+      const fr = FileReader.prototype.readAsArrayBuffer;
+      FileReader.prototype.readAsArrayBuffer = function (b) {
+        window.__reads.push({ op: 'FileReader', start: 0, end: b.size, size: b.size });
+        return fr.call(this, b);
+      };
+      document.addEventListener('change', () => { window.__changedAt = performance.now(); }, true);
+      new MutationObserver(() => {
+        const v = document.querySelector('[data-testid="local-verdict"]');
+        if (v && v.dataset.gpuBytes === expected && window.__shownAt === undefined) window.__shownAt = performance.now();
+      }).observe(document, { subtree: true, childList: true, attributes: true });
+    }, String(cli.gpu_total_bytes));
+    await openApp(page);
+    await page.setInputFiles('[data-testid="file-input"]', file);
+    await waitAttr(page, 'local-verdict', 'data-gpu-bytes', cli.gpu_total_bytes);
+    const { changedAt, shownAt, reads } = await page.evaluate(() => ({ changedAt: window.__changedAt, shownAt: window.__shownAt, reads: window.__reads }));
+    const ms = shownAt - changedAt;
+    assert(ms < 1000, `figures shown ${ms.toFixed(0)} ms after the file was chosen (limit 1000)`);
+    const largest = Math.max(...reads.map((r) => r.size));
+    assert(reads.length > 0, 'the page read the file');
+    assert(largest <= Math.max(4 * g.headerBytes, 1 << 20), `largest read ${largest} B for a ${g.headerBytes} B header`);
+    assert(largest < g.fileBytes / 100, `never the whole ${g.fileBytes} B file`);
+    assert(reads.every((r) => r.start === 0), 'reads start at the file start');
+    console.log(`     ${reads.filter((r) => r.op === 'arrayBuffer').length} reads, largest ${largest} B (header ${g.headerBytes} B, file ${g.fileBytes} B); figures ${ms.toFixed(0)} ms after the change`);
+    // the model, its header's parameter count and type
+    assertEq(await page.getAttribute('[data-testid="total-params"]', 'data-raw'), String(cliDoc.parameters.total), 'parameters from the header');
+    assertEq(await page.textContent('[data-testid="model-name"]'), 'Llama-3.1-8B-Q4_K_M.gguf', 'model name');
+    assert((await page.textContent('[data-testid="gguf-type"]')).includes('Q4_K_M'), 'weight type from the file');
+    assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-host-bytes'), String(cli.host_total_bytes), 'host bytes');
+    assertEq(await page.getAttribute('[data-testid="ngl-split"]', 'data-gpu-layers'), String(cli.layers_on_gpu), 'layers on GPU');
+    assertEq(await page.inputValue('[data-testid="f-engine"]'), 'llama.cpp', 'llama.cpp chosen');
+    assertEq(await page.textContent('[data-testid="launch-line"]'), cli.launch.llama_server, 'launch line names the file');
+    // the file's own type heads the table
+    await waitFor(page, () => document.querySelector('[data-testid="fit-row"]')?.dataset.weights === 'Q4_K_M', null, 'the GGUF row');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('local: a broken or oversized GGUF is refused and the previous model stays', async ({ page }) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vram-gguf-'));
+  try {
+    await openLocal(page);
+    const before = await page.getAttribute('[data-testid="total-params"]', 'data-raw');
+    const bad = path.join(dir, 'bad.gguf');
+    fs.writeFileSync(bad, Buffer.from('NOPE' + '\0'.repeat(60)));
+    await page.setInputFiles('[data-testid="file-input"]', bad);
+    await waitFor(page, () => !!document.querySelector('[data-testid="load-error"]'), null, 'the load error');
+    assert((await page.textContent('[data-testid="load-error"]')).includes('not a GGUF file'), 'bad magic message');
+    // a header claiming a 512 MiB string: past the 256 MiB cap
+    const big = path.join(dir, 'big.gguf');
+    const h = Buffer.alloc(4 + 4 + 8 + 8 + 8);
+    h.write('GGUF', 0); h.writeUInt32LE(3, 4); h.writeBigUInt64LE(0n, 8); h.writeBigUInt64LE(1n, 16); h.writeBigUInt64LE(BigInt(512 << 20), 24);
+    fs.writeFileSync(big, h);
+    fs.truncateSync(big, 600 << 20);
+    await page.setInputFiles('[data-testid="file-input"]', big);
+    await waitFor(page, () => /256|268435456|limit/.test(document.querySelector('[data-testid="load-error"]')?.textContent ?? '') && !/not a GGUF/.test(document.querySelector('[data-testid="load-error"]').textContent), null, 'the cap error');
+    assertEq(await page.getAttribute('[data-testid="total-params"]', 'data-raw'), before, 'previous model kept');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+async function axe(page) {
+  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0]?.target}`);
+  });
+}
+
+for (const [width, scheme] of [[1440, 'light'], [390, 'dark']]) {
+  test(`local: axe-core finds no serious violations at ${width} px, ${scheme}`, async ({ browser }) => {
+    const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: scheme });
+    const page = await context.newPage();
+    try {
+      await openLocal(page);
+      await waitFor(page, () => document.querySelectorAll('[data-testid="fit-row"]').length > 0, null, 'the fit table');
+      const bad = await axe(page);
+      assertEq(bad.join(' | '), '', 'serious/critical violations');
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert(overflow <= 0, `no horizontal page scroll at ${width} px (overflow ${overflow})`);
+    } finally {
+      await context.close();
+    }
+  });
+}
