@@ -27,7 +27,8 @@ pub struct FitArgs {
     /// A display is attached to the GPU (keeps the desktop's share free).
     #[arg(long)]
     pub display: bool,
-    /// GGUF types to tabulate (comma-separated; default f16,q8_0,q6_k,q5_k_m,q4_k_m,q3_k_m,q2_k).
+    /// GGUF types to tabulate (comma-separated; default f16,q8_0,q6_k,q5_k_m,q4_k_m,q3_k_m,q2_k;
+    /// a GGUF file's own type comes first).
     #[arg(long, value_delimiter = ',')]
     pub types: Option<Vec<String>>,
     /// Print JSON: {"machine": …, "rows": [FitRow …]}.
@@ -106,7 +107,6 @@ pub fn run(a: &FitArgs) -> anyhow::Result<ExitCode> {
     };
     let types: Vec<&str> = match &a.types {
         Some(t) => t.iter().map(String::as_str).collect(),
-        None if spec.gguf.is_some() => Vec::new(),
         None => fit::TABLE_TYPES.to_vec(),
     };
     let rows = fit::can_i_run(&spec, &scenario, &machine, &types, &spec.name);

@@ -181,8 +181,10 @@ fn fit_tabulates_the_gguf_file_and_says_what_fits() {
         "--json",
     ]));
     let rows = doc["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 1);
+    // the file's own type first, then every type of the table (from the header's architecture)
+    assert_eq!(rows.len(), 8);
     assert_eq!(rows[0]["weights"], "Q8_0");
+    assert_eq!(rows[1]["weights"], "F16");
     assert_eq!(rows[0]["placement"], "gpu");
     assert_eq!(rows[0]["full_gpu_max_context"], 8192);
 }

@@ -363,8 +363,20 @@ fn config_of(h: &GgufHeader, m: &LlamaModel, arch: &str) -> (Value, Option<Strin
 }
 
 /// The spec of a GGUF file: resolved from its metadata, with the header's exact model attached
-/// (`spec.gguf`), its name, and the file type as `torch_dtype` (`Q4_K_M`).
+/// (`spec.gguf`), its name, and the file type as `torch_dtype` (`Q4_K_M`). One part of a split
+/// model is refused (its tensors are only some of the model's): see [`spec_from_gguf_parts`].
 pub fn spec_from_gguf(h: &GgufHeader, file_name: &str) -> Result<ModelSpec, ConfigError> {
+    let count = h.get_u64("split.count").unwrap_or(1);
+    if count > 1 {
+        return Err(ConfigError::Inconsistent(format!(
+            "this file is part {} of {count} of a split model (split.count = {count}): give all {count} parts together",
+            h.get_u64("split.no").unwrap_or(0) + 1
+        )));
+    }
+    spec_from_header(h, file_name)
+}
+
+fn spec_from_header(h: &GgufHeader, file_name: &str) -> Result<ModelSpec, ConfigError> {
     let m = llama_model(h, file_name)?;
     let arch = h.architecture().unwrap_or("llama").to_string();
     let (config, warning) = config_of(h, &m, &arch);
@@ -443,5 +455,5 @@ pub fn spec_from_gguf_parts(
             merged.tensors.extend(h.tensors.iter().cloned());
         }
     }
-    spec_from_gguf(&merged, file_name)
+    spec_from_header(&merged, file_name)
 }

@@ -605,3 +605,32 @@ fn a_gguf_header_without_an_architecture_is_refused_by_key() {
         .unwrap_err();
     assert!(err.to_string().contains("general.architecture"), "{err}");
 }
+
+#[test]
+fn one_part_of_a_split_model_is_refused_and_all_parts_are_summed() {
+    let s = spec("meta-llama__Llama-3.1-8B");
+    let whole = parse_header(&llama_header(&s, GgufPreset::Q4KM, 15)).unwrap();
+    let split = |no: u16| {
+        vec![
+            ("split.no".to_string(), GgufValue::U16(no)),
+            ("split.count".to_string(), GgufValue::U16(2)),
+        ]
+    };
+    let tensors: Vec<(String, Vec<u64>, u32)> = whole
+        .tensors
+        .iter()
+        .map(|t| (t.name.clone(), t.dims.clone(), t.ggml_type))
+        .collect();
+    let (a, b) = tensors.split_at(100);
+    let mut m0 = whole.metadata.clone();
+    m0.extend(split(0));
+    let p0 = parse_header(&encode_header(3, &m0, a).unwrap()).unwrap();
+    let p1 = parse_header(&encode_header(3, &split(1), b).unwrap()).unwrap();
+    let err = vram_core::gguf_model::spec_from_gguf(&p0, "m-00001-of-00002.gguf").unwrap_err();
+    assert!(err.to_string().contains("part 1 of 2"), "{err}");
+    let both =
+        vram_core::gguf_model::spec_from_gguf_parts(&[p1.clone(), p0.clone()], "m.gguf").unwrap();
+    assert_eq!(both.gguf.unwrap().params, 8_030_261_248);
+    let err = vram_core::gguf_model::spec_from_gguf_parts(&[p0], "m.gguf").unwrap_err();
+    assert!(err.to_string().contains("2 GGUF files, 1 given"), "{err}");
+}
