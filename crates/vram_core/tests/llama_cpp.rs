@@ -634,3 +634,21 @@ fn one_part_of_a_split_model_is_refused_and_all_parts_are_summed() {
     let err = vram_core::gguf_model::spec_from_gguf_parts(&[p0], "m.gguf").unwrap_err();
     assert!(err.to_string().contains("2 GGUF files, 1 given"), "{err}");
 }
+
+#[test]
+fn mla_caches_one_576_wide_latent_and_mamba_one_f32_state_per_sequence() {
+    // DeepSeek-V2-Lite: 27 layers × (kv_lora_rank 512 + rope 64) × 2 B per cell, no V
+    let e = run(
+        &spec("deepseek-ai__DeepSeek-V2-Lite"),
+        &scenario("q4_k_m", 32_768, 1, LlamaCppInputs::default()),
+    );
+    assert_eq!(e.kv_k_bytes, 27 * 576 * 2 * 32_768);
+    assert_eq!(e.kv_v_bytes, 0);
+    // mamba-130m: 24 layers × ((d_conv − 1) × d_inner + d_state × d_inner) × 4 B, per sequence
+    let e = run(
+        &spec("state-spaces__mamba-130m-hf"),
+        &scenario("q8_0", 4096, 2, LlamaCppInputs::default()),
+    );
+    assert_eq!(e.recurrent_bytes, 2 * 24 * (3 * 1536 + 16 * 1536) * 4);
+    assert_eq!(e.kv_bytes, 0);
+}
