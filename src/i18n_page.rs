@@ -309,6 +309,26 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
                 "前 N 层的路由专家留在内存中；各层其余部分仍在 GPU 上。",
             ),
         ),
+        "llama_cpu_moe" => (
+            (
+                "All experts on CPU (--cpu-moe)",
+                "Every layer's routed experts stay in RAM; attention and shared weights stay on the GPU.",
+            ),
+            (
+                "全部专家放在 CPU (--cpu-moe)",
+                "所有层的路由专家都留在内存中；注意力和共享权重仍在 GPU 上。",
+            ),
+        ),
+        "llama_tensor_split" => (
+            (
+                "Split proportions (--tensor-split, optional)",
+                "Layers per GPU in these proportions, e.g. 3,1; the number of GPUs follows. Empty: an even split.",
+            ),
+            (
+                "分配比例 (--tensor-split，可选)",
+                "各 GPU 按此比例分配层，例如 3,1；GPU 数量随之确定。留空：平均分配。",
+            ),
+        ),
         "llama_ubatch" => (
             (
                 "Physical batch (-ub)",
@@ -342,11 +362,11 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
         "llama_gpus" => (
             (
                 "Number of GPUs (--tensor-split)",
-                "Identical GPUs; the layers are split evenly between them.",
+                "Identical GPUs; the layers are split evenly between them unless split proportions are given.",
             ),
             (
                 "GPU 数量 (--tensor-split)",
-                "相同型号的 GPU；各层平均分配到每张卡。",
+                "相同型号的 GPU；未给出分配比例时，各层平均分配到每张卡。",
             ),
         ),
         "llama_ram_gib" => (
@@ -785,6 +805,7 @@ mod field_label_tests {
         "attention",
         "batch",
         "context",
+        "custom_gib",
         "engine",
         "gpu",
         "gpu_util",
@@ -798,6 +819,7 @@ mod field_label_tests {
         "logits_to_keep",
         "llama_ctk",
         "llama_ctv",
+        "llama_cpu_moe",
         "llama_ctx",
         "llama_display",
         "llama_fa",
@@ -810,6 +832,7 @@ mod field_label_tests {
         "llama_ollama",
         "llama_ram_gib",
         "llama_swa_full",
+        "llama_tensor_split",
         "llama_ubatch",
         "llama_weights",
         "lora",
@@ -826,6 +849,39 @@ mod field_label_tests {
         "weights",
         "zero",
     ];
+
+    /// The keys `scenario_form.rs` passes to its field helpers (`number_field(state, "batch", …)`).
+    fn rendered_keys() -> Vec<String> {
+        let src: String = include_str!("scenario_form.rs")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let mut keys = Vec::new();
+        for marker in ["_field(state,\"", "label_hint(state,\""] {
+            for (at, _) in src.match_indices(marker) {
+                let rest = &src[at + marker.len()..];
+                if let Some(end) = rest.find('"') {
+                    keys.push(rest[..end].to_string());
+                }
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn the_key_list_covers_every_field_the_form_renders() {
+        let keys = rendered_keys();
+        assert!(keys.len() > 30, "{keys:?}");
+        for key in &keys {
+            assert!(
+                FORM_KEYS.contains(&key.as_str()),
+                "{key}: rendered by scenario_form.rs but not in FORM_KEYS"
+            );
+        }
+        for key in ["llama_cpu_moe", "llama_tensor_split"] {
+            assert!(keys.iter().any(|k| k == key), "{key} not rendered");
+        }
+    }
 
     #[test]
     fn every_form_field_has_a_label_and_hint_in_both_languages() {

@@ -2,6 +2,7 @@
 //! parsed model, with the size guard that refuses huge files before they are read. Pure logic: the
 //! browser glue lives in `model_input.rs`, so these rules are tested natively.
 
+use vram_core::gguf_file::GgufHeader;
 use vram_core::{parse_config, presets, ConfigError, ModelSpec, ParamCounts};
 
 /// Largest file the page reads. A `config.json` is a few KB (DeepSeek-V3's, among the largest, is
@@ -86,8 +87,8 @@ pub fn is_gguf(name: &str) -> bool {
 /// What to do after reading the first `buf.len()` bytes of a GGUF file of `file_size` bytes.
 #[derive(Debug)]
 pub enum GgufStep {
-    /// The header was read (or refused): the model or the error.
-    Done(Box<Result<LoadedModel, LoadError>>),
+    /// The header was read (or refused): the parsed header or the error.
+    Done(Box<Result<GgufHeader, LoadError>>),
     /// Read the first this many bytes and call again.
     Read(u64),
 }
@@ -104,7 +105,7 @@ pub fn gguf_step(name: &str, file_size: u64, buf: &[u8]) -> GgufStep {
         })))
     };
     match parse_header(buf) {
-        Ok(h) => GgufStep::Done(Box::new(load_gguf_header(&h, name))),
+        Ok(h) => GgufStep::Done(Box::new(Ok(h))),
         Err(GgufError::NeedMore { needed_bytes }) => {
             let have = buf.len() as u64;
             if have >= file_size {
@@ -128,25 +129,104 @@ pub fn gguf_step(name: &str, file_size: u64, buf: &[u8]) -> GgufStep {
     }
 }
 
+/// Whether every dropped file is a GGUF file (then they are one model: a single file or the
+/// parts of a split one).
+pub fn all_gguf<S: AsRef<str>>(names: &[S]) -> bool {
+    !names.is_empty() && names.iter().all(|n| is_gguf(n.as_ref()))
+}
+
+/// `NAME-00001-of-00003.gguf` → (`NAME`, part 1, 3 parts), as `llama-gguf-split` names the parts.
+pub fn split_part_name(file_name: &str) -> Option<(&str, u32, u32)> {
+    let stem = file_name
+        .get(..file_name.len().checked_sub(5)?)
+        .filter(|_| is_gguf(file_name))?;
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (prefix, no) = rest.rsplit_once('-')?;
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(no) || !digits(count) || prefix.is_empty() {
+        return None;
+    }
+    Some((prefix, no.parse().ok()?, count.parse().ok()?))
+}
+
+/// The model name of a split model's parts: `NAME.gguf` when every part is named
+/// `NAME-0000i-of-0000n.gguf` (the CLI's name), else the files' common prefix (without trailing
+/// part numbers and separators) plus `.gguf`.
+pub fn split_model_name<S: AsRef<str>>(names: &[S]) -> String {
+    let parsed: Vec<_> = names.iter().map(|n| split_part_name(n.as_ref())).collect();
+    if let Some(Some((prefix, _, _))) = parsed.first() {
+        if parsed
+            .iter()
+            .all(|p| p.is_some_and(|(other, _, _)| other == *prefix))
+        {
+            return format!("{prefix}.gguf");
+        }
+    }
+    let first = names.first().map_or("", |n| n.as_ref());
+    let mut end = first.len();
+    for n in names.iter().skip(1) {
+        let common: usize = first
+            .char_indices()
+            .zip(n.as_ref().chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8());
+        end = end.min(common);
+    }
+    let prefix = first[..end]
+        .trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '-' | '_' | '.' | ' '))
+        .trim_end_matches("-of");
+    let prefix =
+        prefix.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '-' | '_' | '.' | ' '));
+    if prefix.is_empty() {
+        "model.gguf".to_string()
+    } else {
+        format!("{prefix}.gguf")
+    }
+}
+
+/// The model of one GGUF file (`spec_from_gguf`, which refuses one part of a split model) or of
+/// all the parts of a split model (`spec_from_gguf_parts`, named by [`split_model_name`]).
+/// `files`: (file name, parsed header) in the order given.
+pub fn load_gguf_files(files: &[(String, GgufHeader)]) -> Result<LoadedModel, LoadError> {
+    match files {
+        [] => Err(LoadError::Unreadable {
+            name: String::new(),
+        }),
+        [(name, h)] => load_gguf_header(h, name),
+        _ => {
+            let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+            let name = split_model_name(&names);
+            let headers: Vec<GgufHeader> = files.iter().map(|(_, h)| h.clone()).collect();
+            match vram_core::gguf_model::spec_from_gguf_parts(&headers, &name) {
+                Ok(spec) => Ok(gguf_model(spec, &name)),
+                Err(error) => Err(LoadError::Config {
+                    name: Some(names.join(", ")),
+                    error,
+                }),
+            }
+        }
+    }
+}
+
+fn gguf_model(spec: ModelSpec, name: &str) -> LoadedModel {
+    let mut params = ParamCounts::of(&spec);
+    if let Some(m) = spec.gguf.as_ref() {
+        params.total = m.params;
+    }
+    LoadedModel {
+        source: ModelSource::File(name.to_string()),
+        text: String::new(),
+        spec,
+        params,
+    }
+}
+
 /// The model of a parsed GGUF header (`vram_core::gguf_model::spec_from_gguf`); the parameter
 /// count is the header's (every tensor's element count).
-pub fn load_gguf_header(
-    h: &vram_core::gguf_file::GgufHeader,
-    name: &str,
-) -> Result<LoadedModel, LoadError> {
+pub fn load_gguf_header(h: &GgufHeader, name: &str) -> Result<LoadedModel, LoadError> {
     match vram_core::gguf_model::spec_from_gguf(h, name) {
-        Ok(spec) => {
-            let mut params = ParamCounts::of(&spec);
-            if let Some(m) = spec.gguf.as_ref() {
-                params.total = m.params;
-            }
-            Ok(LoadedModel {
-                source: ModelSource::File(name.to_string()),
-                text: String::new(),
-                spec,
-                params,
-            })
-        }
+        Ok(spec) => Ok(gguf_model(spec, name)),
         Err(error) => Err(LoadError::Config {
             name: Some(name.to_string()),
             error,

@@ -256,4 +256,138 @@ mod tests {
         p.infer.llama_cpp.flash_attn = vram_core::scenario::FlashAttn::On;
         assert!(crate::page_scenario::validate_llama(&p, &llama()).is_ok());
     }
+
+    fn gguf_part(
+        no: u16,
+        count: u16,
+        tensors: &[(String, Vec<u64>, u32)],
+        meta: bool,
+    ) -> vram_core::gguf_file::GgufHeader {
+        use vram_core::gguf_file::{encode_header, parse_header, GgufValue};
+        let mut kv: Vec<(String, GgufValue)> = Vec::new();
+        if meta {
+            for (k, v) in [
+                ("general.architecture", GgufValue::Str("llama".into())),
+                ("llama.block_count", GgufValue::U32(2)),
+                ("llama.context_length", GgufValue::U32(4096)),
+                ("llama.embedding_length", GgufValue::U32(64)),
+                ("llama.feed_forward_length", GgufValue::U32(128)),
+                ("llama.attention.head_count", GgufValue::U32(4)),
+                ("llama.attention.head_count_kv", GgufValue::U32(2)),
+                ("llama.vocab_size", GgufValue::U32(100)),
+            ] {
+                kv.push((k.into(), v));
+            }
+        }
+        kv.push(("split.no".into(), GgufValue::U16(no)));
+        kv.push(("split.count".into(), GgufValue::U16(count)));
+        parse_header(&encode_header(3, &kv, tensors).unwrap()).unwrap()
+    }
+
+    fn tiny_tensors() -> Vec<(String, Vec<u64>, u32)> {
+        let mut t: Vec<(String, Vec<u64>, u32)> =
+            vec![("token_embd.weight".into(), vec![64, 100], 0)];
+        for i in 0..2 {
+            for (n, d) in [
+                ("attn_norm", vec![64]),
+                ("attn_q", vec![64, 64]),
+                ("attn_k", vec![64, 32]),
+                ("attn_v", vec![64, 32]),
+                ("attn_output", vec![64, 64]),
+                ("ffn_norm", vec![64]),
+                ("ffn_gate", vec![64, 128]),
+                ("ffn_up", vec![64, 128]),
+                ("ffn_down", vec![128, 64]),
+            ] {
+                t.push((format!("blk.{i}.{n}.weight"), d, 0));
+            }
+        }
+        t.push(("output_norm.weight".into(), vec![64], 0));
+        t
+    }
+
+    #[test]
+    fn the_parts_of_a_split_gguf_load_together_in_any_order_and_one_part_is_refused() {
+        use crate::load::{load_gguf_files, LoadError, ModelSource};
+        let t = tiny_tensors();
+        let (a, b) = t.split_at(10);
+        let p1 = gguf_part(0, 2, a, true);
+        let p2 = gguf_part(1, 2, b, false);
+        let n1 = "tiny-00001-of-00002.gguf".to_string();
+        let n2 = "tiny-00002-of-00002.gguf".to_string();
+        let m = load_gguf_files(&[(n2.clone(), p2.clone()), (n1.clone(), p1.clone())]).unwrap();
+        assert_eq!(m.source, ModelSource::File("tiny.gguf".into()));
+        assert_eq!(m.spec.name, "tiny.gguf");
+        let all: u64 = t.iter().map(|(_, d, _)| d.iter().product::<u64>()).sum();
+        assert_eq!(m.params.total, all);
+        // one part alone: refused, naming the part
+        match load_gguf_files(&[(n1.clone(), p1.clone())]) {
+            Err(LoadError::Config { error, .. }) => {
+                assert!(error.to_string().contains("part 1 of 2"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // a part given twice: refused
+        assert!(load_gguf_files(&[(n1.clone(), p1.clone()), (n1, p1)]).is_err());
+    }
+
+    #[test]
+    fn a_split_model_is_named_after_its_parts() {
+        use crate::load::{split_model_name, split_part_name};
+        assert_eq!(
+            split_part_name("M-Q4-00002-of-00003.gguf"),
+            Some(("M-Q4", 2, 3))
+        );
+        assert_eq!(split_part_name("M.gguf"), None);
+        assert_eq!(
+            split_model_name(&["M-Q4-00002-of-00003.gguf", "M-Q4-00001-of-00003.gguf"]),
+            "M-Q4.gguf"
+        );
+        assert_eq!(
+            split_model_name(&["big-part1.gguf", "big-part2.gguf"]),
+            "big-part.gguf"
+        );
+        assert_eq!(split_model_name(&["a.gguf", "b.gguf"]), "model.gguf");
+    }
+
+    #[test]
+    fn split_proportions_parse_as_llama_cpp_reads_them() {
+        use crate::scenario_form::{parse_split, split_text};
+        assert_eq!(parse_split("3,1", 1).unwrap(), vec![3.0, 1.0]);
+        assert_eq!(
+            parse_split(" 1 / 0.5 / 2 ", 1).unwrap(),
+            vec![1.0, 0.5, 2.0]
+        );
+        assert_eq!(parse_split("", 3).unwrap(), vec![1.0; 3]);
+        assert_eq!(parse_split("", 1).unwrap(), Vec::<f64>::new());
+        assert_eq!(parse_split("5", 2).unwrap(), Vec::<f64>::new());
+        for bad in ["3;1", "a,b", "0,0", "-1,2", "1,,2", "inf,1"] {
+            let e = parse_split(bad, 2).unwrap_err();
+            assert!(e.contains("e.g. 3,1") && e.contains(bad), "{bad}: {e}");
+        }
+        assert!(parse_split(&vec!["1"; 17].join(","), 1).is_err());
+        assert_eq!(split_text(&[3.0, 1.0]), "3,1");
+        assert_eq!(split_text(&[0.5, 1.5]), "0.5,1.5");
+        assert_eq!(split_text(&[]), "");
+        // the page's scenario with 3,1 is the CLI's --tensor-split 3,1
+        let mut p = page();
+        p.infer.llama_cpp.tensor_split = parse_split("3,1", 1).unwrap();
+        let r = local_result(&llama(), &p).unwrap();
+        assert_eq!(r.est.devices.len(), 2);
+        assert!(r.est.devices[0].layers > r.est.devices[1].layers);
+    }
+
+    #[test]
+    fn cpu_moe_moves_every_expert_to_the_host() {
+        let spec = crate::load::load_preset("Qwen__Qwen3-30B-A3B")
+            .unwrap()
+            .spec;
+        let mut p = page();
+        let before = local_result(&spec, &p).unwrap();
+        assert!(before.has_experts);
+        p.infer.llama_cpp.cpu_moe = true;
+        let after = local_result(&spec, &p).unwrap();
+        assert!(after.est.gpu_total_bytes < before.est.gpu_total_bytes / 4);
+        assert!(after.est.host_total_bytes > before.est.host_total_bytes);
+    }
 }

@@ -175,7 +175,7 @@ fn local_card(state: AppState, r: &LocalResult, solve: Option<&LocalSolve>) -> i
         .iter()
         .map(|d| {
             view! {
-                <tr data-testid="device-row" data-device=d.device.clone()>
+                <tr data-testid="device-row" data-device=d.device.clone() data-total-bytes=d.total_bytes.to_string() data-layers=d.layers.to_string()>
                     <th scope="row">{d.device.clone()}</th>
                     <td class="num">{d.layers}{if d.output_layer { " + output" } else { "" }}</td>
                     {cell(d.weights_bytes)}
@@ -187,7 +187,7 @@ fn local_card(state: AppState, r: &LocalResult, solve: Option<&LocalSolve>) -> i
         })
         .collect_view();
     let host_row = view! {
-        <tr data-testid="device-row" data-device="CPU">
+        <tr data-testid="device-row" data-device="CPU" data-total-bytes=e.host_total_bytes.to_string()>
             <th scope="row">{t.cpu_host}</th>
             <td class="num">{e.n_layer - e.layers_on_gpu}</td>
             {cell(e.weights_host_bytes)}

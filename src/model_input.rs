@@ -1,22 +1,24 @@
 //! Model input: drop a file anywhere on the page, open one with the drop zone button (Enter works),
 //! paste JSON, or pick a bundled preset. Files over [`MAX_INPUT_BYTES`] are refused before reading.
+//! Several `.gguf` files given together are one model: the parts of a split model.
 
 use crate::load::{check_size, load_preset, LoadError, ModelSource, MAX_INPUT_BYTES};
 use crate::state::{use_state, AppState};
 use leptos::ev;
 use leptos::html;
 use leptos::prelude::*;
+use vram_core::gguf_file::GgufHeader;
 use vram_core::presets::PRESETS;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, File};
 
 /// Reads `file` (after the size check) and hands the parse result to the state. A `.gguf` file is
-/// read only as far as its header goes ([`read_gguf`]).
+/// read only as far as its header goes ([`read_gguf_header`]).
 pub fn read_file(state: AppState, file: File) {
     let name = file.name();
     let size_bytes = file.size().max(0.0) as u64;
     if crate::load::is_gguf(&name) {
-        read_gguf(state, file);
+        read_gguf_files(state, vec![file]);
         return;
     }
     if let Err(e) = check_size(&name, size_bytes) {
@@ -36,40 +38,66 @@ pub fn read_file(state: AppState, file: File) {
     });
 }
 
-/// Reads the header of a GGUF file: `File.slice(0, n)` from 1 MiB, growing to what the parser asks
-/// for (at least doubling), up to the core's 256 MiB header cap; never the tensor data.
-pub fn read_gguf(state: AppState, file: File) {
-    let name = file.name();
-    let size = file.size().max(0.0) as u64;
+/// Reads several files given at once: when every one is a `.gguf` file they are one model (a
+/// single file, or the parts of a split model, in any order); otherwise the first file is read.
+pub fn read_files(state: AppState, files: Vec<File>) {
+    let names: Vec<String> = files.iter().map(File::name).collect();
+    if files.len() > 1 && crate::load::all_gguf(&names) {
+        read_gguf_files(state, files);
+    } else if let Some(file) = files.into_iter().next() {
+        read_file(state, file);
+    }
+}
+
+/// Reads the header of every GGUF file (one after the other) and loads them as one model
+/// ([`crate::load::load_gguf_files`]); the first unreadable header is the error shown.
+pub fn read_gguf_files(state: AppState, files: Vec<File>) {
     leptos::task::spawn_local(async move {
-        let mut n = crate::load::GGUF_FIRST_READ.min(size);
-        loop {
-            let Ok(blob) = file.slice_with_f64_and_f64(0.0, n as f64) else {
-                state.accept(Err(LoadError::Unreadable { name }));
-                return;
-            };
-            let Ok(buf) = wasm_bindgen_futures::JsFuture::from(blob.array_buffer()).await else {
-                state.accept(Err(LoadError::Unreadable { name }));
-                return;
-            };
-            let bytes = js_sys::Uint8Array::new(&buf).to_vec();
-            match crate::load::gguf_step(&name, size, &bytes) {
-                crate::load::GgufStep::Read(next) if next > n => n = next,
-                crate::load::GgufStep::Read(_) => {
-                    state.accept(Err(LoadError::Unreadable { name }));
-                    return;
-                }
-                crate::load::GgufStep::Done(result) => {
-                    state.accept_gguf(*result);
+        let mut headers = Vec::with_capacity(files.len());
+        for file in &files {
+            match read_gguf_header(file).await {
+                Ok(h) => headers.push((file.name(), h)),
+                Err(e) => {
+                    state.accept(Err(e));
                     return;
                 }
             }
         }
+        state.accept_gguf(crate::load::load_gguf_files(&headers));
     });
 }
 
-fn first_dropped_file(ev: &DragEvent) -> Option<File> {
-    ev.data_transfer()?.files()?.get(0)
+/// Reads the header of a GGUF file: `File.slice(0, n)` from 1 MiB, growing to what the parser asks
+/// for (at least doubling), up to the core's 256 MiB header cap; never the tensor data.
+pub async fn read_gguf_header(file: &File) -> Result<GgufHeader, LoadError> {
+    let name = file.name();
+    let size = file.size().max(0.0) as u64;
+    let unreadable = || LoadError::Unreadable { name: name.clone() };
+    let mut n = crate::load::GGUF_FIRST_READ.min(size);
+    loop {
+        let blob = file
+            .slice_with_f64_and_f64(0.0, n as f64)
+            .map_err(|_| unreadable())?;
+        let buf = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
+            .await
+            .map_err(|_| unreadable())?;
+        let bytes = js_sys::Uint8Array::new(&buf).to_vec();
+        match crate::load::gguf_step(&name, size, &bytes) {
+            crate::load::GgufStep::Read(next) if next > n => n = next,
+            crate::load::GgufStep::Read(_) => return Err(unreadable()),
+            crate::load::GgufStep::Done(result) => return *result,
+        }
+    }
+}
+
+/// Every file of a `FileList` (a drop or the file input), in order.
+fn file_list(list: Option<web_sys::FileList>) -> Vec<File> {
+    list.map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
+        .unwrap_or_default()
+}
+
+fn dropped_files(ev: &DragEvent) -> Vec<File> {
+    file_list(ev.data_transfer().and_then(|d| d.files()))
 }
 
 /// Listens on the window so a file dropped anywhere loads; shows the overlay while dragging.
@@ -94,8 +122,9 @@ pub fn install_page_drop(state: AppState) -> ReadSignal<bool> {
     let _ = window_event_listener(ev::drop, move |ev: DragEvent| {
         ev.prevent_default();
         set_dragging.set(false);
-        if let Some(file) = first_dropped_file(&ev) {
-            read_file(state, file);
+        let files = dropped_files(&ev);
+        if !files.is_empty() {
+            read_files(state, files);
         }
     });
     // Pasting JSON anywhere outside a text field loads it.
@@ -130,8 +159,9 @@ pub fn DropZone() -> impl IntoView {
     };
     let on_change = move |_| {
         let Some(input) = input_ref.get() else { return };
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            read_file(state, file);
+        let files = file_list(input.files());
+        if !files.is_empty() {
+            read_files(state, files);
         }
         // Allow opening the same file again.
         input.set_value("");
@@ -146,6 +176,7 @@ pub fn DropZone() -> impl IntoView {
             <input
                 type="file"
                 accept=".json,application/json,.gguf"
+                multiple
                 class="visually-hidden"
                 tabindex="-1"
                 aria-hidden="true"

@@ -580,6 +580,55 @@ fn parse_gib(key: &str, raw: &str) -> Result<u64, String> {
     }
 }
 
+/// The split proportions as typed (`3,1`); empty for one GPU.
+pub fn split_text(split: &[f64]) -> String {
+    if split.len() < 2 {
+        return String::new();
+    }
+    split
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Parses `--tensor-split` proportions (`3,1`, also `3/1` as llama.cpp reads them): 1 to 16
+/// non-negative numbers, not all zero; the GPU count is their number. Empty text splits evenly over
+/// the current `n_gpus`.
+pub fn parse_split(raw: &str, n_gpus: usize) -> Result<Vec<f64>, String> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(if n_gpus > 1 {
+            vec![1.0; n_gpus]
+        } else {
+            Vec::new()
+        });
+    }
+    let bad = || {
+        format!(
+            "llama_cpp.tensor_split: expected 1 to 16 proportions per GPU, non-negative and not all zero, separated by commas (e.g. 3,1), found {raw:?}"
+        )
+    };
+    let values = raw
+        .split([',', '/'])
+        .map(|t| {
+            t.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+        })
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(bad)?;
+    if values.len() > 16 || values.iter().all(|f| *f == 0.0) {
+        return Err(bad());
+    }
+    Ok(if values.len() == 1 {
+        Vec::new()
+    } else {
+        values
+    })
+}
+
 fn flash_key(f: FlashAttn) -> String {
     match f {
         FlashAttn::Auto => "auto",
@@ -675,12 +724,20 @@ fn llama_fields(state: AppState) -> impl IntoView {
                 Ok(())
             },
         )}
-        {move || features.get().0.then(|| number_field(
-            state,
-            "llama_n_cpu_moe",
-            |p| p.infer.llama_cpp.n_cpu_moe,
-            |p, v| p.infer.llama_cpp.n_cpu_moe = v,
-        ))}
+        {move || features.get().0.then(|| view! {
+            {number_field(
+                state,
+                "llama_n_cpu_moe",
+                |p| p.infer.llama_cpp.n_cpu_moe,
+                |p, v| p.infer.llama_cpp.n_cpu_moe = v,
+            )}
+            {check_field(
+                state,
+                "llama_cpu_moe",
+                |p| p.infer.llama_cpp.cpu_moe,
+                |p, v| p.infer.llama_cpp.cpu_moe = v,
+            )}
+        })}
         {number_field(state, "llama_ubatch", |p| p.infer.llama_cpp.n_ubatch, |p, v| p.infer.llama_cpp.n_ubatch = v)}
         {move || features.get().1.then(|| check_field(
             state,
@@ -698,6 +755,15 @@ fn llama_fields(state: AppState) -> impl IntoView {
                 if v == 0 {
                     p.infer.llama_cpp.tensor_split = vec![0.0];
                 }
+            },
+        )}
+        {text_field(
+            state,
+            "llama_tensor_split",
+            |p| split_text(&p.infer.llama_cpp.tensor_split),
+            |p, raw| {
+                p.infer.llama_cpp.tensor_split = parse_split(raw, p.infer.llama_cpp.tensor_split.len())?;
+                Ok(())
             },
         )}
         {text_field(

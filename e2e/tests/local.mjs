@@ -6,10 +6,11 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { test, assert, assertEq, openApp, waitFor } from '../harness.mjs';
 import { cliJson, presetPath } from '../cli.mjs';
-import { writeLlama8bQ4km } from '../gguf_writer.mjs';
+import { writeLlama8bQ4km, writeLlama8bQ4kmSplit } from '../gguf_writer.mjs';
 
 const require = createRequire(import.meta.url);
 const LLAMA = 'meta-llama__Llama-3.1-8B';
+const QWEN_MOE = 'Qwen__Qwen3-30B-A3B';
 
 async function setField(page, key, value) {
   await page.fill(`[data-testid="f-${key}"]`, String(value));
@@ -17,9 +18,9 @@ async function setField(page, key, value) {
 }
 
 /** Loads the preset and switches the inference form to llama.cpp. */
-async function openLocal(page, gpu = 'rtx4090') {
+async function openLocal(page, gpu = 'rtx4090', preset = LLAMA) {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', LLAMA);
+  await page.selectOption('[data-testid="preset-select"]', preset);
   await waitFor(page, () => !!document.querySelector('[data-testid="f-engine"]'), null, 'the form');
   await page.selectOption('[data-testid="f-mode"]', 'infer');
   await page.selectOption('[data-testid="f-gpu"]', gpu);
@@ -200,6 +201,95 @@ test('local: a broken or oversized GGUF is refused and the previous model stays'
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('local: a split GGUF model (2 parts) loads from both files and equals vram estimate PART1.gguf', async ({ page }) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vram-gguf-split-'));
+  try {
+    const parts = writeLlama8bQ4kmSplit(dir, 'Llama-3.1-8B-Q4_K_M', 2);
+    assert(parts[0].tensors + parts[1].tensors === 291, 'the tensors are divided between the parts');
+    // the CLI finds the sibling part itself
+    const cliDoc = cliJson(['estimate', parts[0].path, '--infer', '--engine', 'llama.cpp', '--json']);
+    const cli = cliDoc.infer.llama_cpp;
+    // the same model in one file has the same parameters
+    const whole = path.join(dir, 'whole.gguf');
+    writeLlama8bQ4km(whole);
+    const wholeDoc = cliJson(['estimate', whole, '--infer', '--engine', 'llama.cpp', '--json']);
+    assertEq(cliDoc.parameters.total, wholeDoc.parameters.total, 'split and whole parameter counts (CLI)');
+    await openApp(page);
+    // both parts at once, second part first: order does not matter
+    await page.setInputFiles('[data-testid="file-input"]', [parts[1].path, parts[0].path]);
+    await waitAttr(page, 'local-verdict', 'data-gpu-bytes', cli.gpu_total_bytes);
+    assertEq(await page.getAttribute('[data-testid="total-params"]', 'data-raw'), String(cliDoc.parameters.total), 'parameters of both parts');
+    assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-host-bytes'), String(cli.host_total_bytes), 'host bytes');
+    assertEq(await page.textContent('[data-testid="model-name"]'), 'Llama-3.1-8B-Q4_K_M.gguf', 'model name from the parts');
+    assertEq(await page.$('[data-testid="load-error"]'), null, 'no load error');
+    // only one part: refused with the core's message, the split model stays
+    await page.setInputFiles('[data-testid="file-input"]', parts[0].path);
+    await waitFor(page, () => !!document.querySelector('[data-testid="load-error"]'), null, 'the one-part error');
+    const msg = await page.textContent('[data-testid="load-error"]');
+    assert(/part 1 of 2/.test(msg) && /parts together/.test(msg), 'the error names the part: ' + msg);
+    assertEq(await page.getAttribute('[data-testid="total-params"]', 'data-raw'), String(cliDoc.parameters.total), 'previous model kept');
+    assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-gpu-bytes'), String(cli.gpu_total_bytes), 'previous figures kept');
+    // the same part twice: refused too
+    await page.setInputFiles('[data-testid="file-input"]', [parts[0].path, parts[0].path]);
+    await waitFor(page, () => /each part number/.test(document.querySelector('[data-testid="load-error"]')?.textContent ?? ''), null, 'the repeated-part error');
+    assertEq(await page.getAttribute('[data-testid="total-params"]', 'data-raw'), String(cliDoc.parameters.total), 'previous model kept after a repeated part');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('local: --cpu-moe on Qwen3-30B-A3B equals vram estimate --cpu-moe', async ({ page }) => {
+  await openLocal(page, 'rtx4090', QWEN_MOE);
+  const plain = estimate([presetPath(QWEN_MOE)]);
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', plain.gpu_total_bytes);
+  // next to --n-cpu-moe, labelled
+  assert(!!(await page.$('[data-testid="f-llama_n_cpu_moe"]')), '--n-cpu-moe shown for an MoE model');
+  assert((await page.textContent('label[for="f-llama_cpu_moe"]')).includes('--cpu-moe'), 'the --cpu-moe label');
+  await page.check('[data-testid="f-llama_cpu_moe"]');
+  const cli = estimate([presetPath(QWEN_MOE), '--cpu-moe']);
+  assert(cli.gpu_total_bytes < plain.gpu_total_bytes, 'the experts leave the GPU');
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', cli.gpu_total_bytes);
+  assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-host-bytes'), String(cli.host_total_bytes), 'host bytes');
+  assert((await page.textContent('[data-testid="launch-line"]')).includes('--cpu-moe'), 'the launch line has --cpu-moe');
+  // unticked: back to the plain estimate
+  await page.uncheck('[data-testid="f-llama_cpu_moe"]');
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', plain.gpu_total_bytes);
+  // a dense model has neither expert field
+  await page.selectOption('[data-testid="preset-select"]', LLAMA);
+  await waitFor(page, () => !document.querySelector('[data-testid="f-llama_cpu_moe"]'), null, 'no --cpu-moe for a dense model');
+});
+
+test('local: split proportions 3,1 on two GPUs equal vram estimate --tensor-split 3,1 per device', async ({ page }) => {
+  await openLocal(page);
+  await setField(page, 'llama_tensor_split', '3,1');
+  const cli = estimate([presetPath(LLAMA), '--tensor-split', '3,1']);
+  assertEq(cli.devices.length, 2, 'two devices in the CLI');
+  await waitFor(page, () => !!document.querySelector('[data-testid="device-row"][data-device="CUDA1"]'), null, 'the CUDA1 row');
+  for (const [i, d] of cli.devices.entries()) {
+    const sel = `[data-testid="device-row"][data-device="CUDA${i}"]`;
+    assertEq(await page.getAttribute(sel, 'data-total-bytes'), String(d.total_bytes), `CUDA${i} total bytes`);
+    assertEq(await page.getAttribute(sel, 'data-layers'), String(d.layers), `CUDA${i} layers`);
+  }
+  assert(cli.devices[0].layers > cli.devices[1].layers, 'CUDA0 holds more layers');
+  assertEq(await page.getAttribute('[data-testid="local-verdict"]', 'data-gpu-bytes'), String(cli.gpu_total_bytes), 'gpu bytes');
+  assertEq(await page.inputValue('[data-testid="f-llama_gpus"]'), '2', 'the GPU count follows the proportions');
+  assertEq(await page.inputValue('[data-testid="f-llama_tensor_split"]'), '3,1', 'the proportions as typed');
+  // invalid text: a message by the field naming what is expected; the last good result stays
+  for (const bad of ['3;1', '0,0']) {
+    await setField(page, 'llama_tensor_split', bad);
+    await waitFor(page, () => !!document.querySelector('[data-testid="error-llama_tensor_split"]'), null, `the error for ${bad}`);
+    const msg = await page.textContent('[data-testid="error-llama_tensor_split"]');
+    assert(msg.includes('tensor_split') && msg.includes('3,1'), `the message says what is expected: ${msg}`);
+    assertEq(await page.getAttribute('[data-testid="device-row"][data-device="CUDA0"]', 'data-total-bytes'), String(cli.devices[0].total_bytes), `last good result kept after ${bad}`);
+  }
+  // the GPU count field resets to an even split
+  await setField(page, 'llama_gpus', 2);
+  const even = estimate([presetPath(LLAMA), '--tensor-split', '1,1']);
+  await waitAttr(page, 'local-verdict', 'data-gpu-bytes', even.gpu_total_bytes);
+  assertEq(await page.getAttribute('[data-testid="device-row"][data-device="CUDA1"]', 'data-total-bytes'), String(even.devices[1].total_bytes), 'even split CUDA1');
+  assertEq(await page.$('[data-testid="error-llama_tensor_split"]'), null, 'error cleared');
 });
 
 async function axe(page) {
