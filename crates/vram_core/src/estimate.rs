@@ -46,6 +46,11 @@ pub struct ModelSummary {
     pub mla: bool,
     /// Whether a vision tower is counted.
     pub vision: bool,
+    /// How the counts were obtained: `modelled` (an architecture vram resolves exactly), `generic`
+    /// (an unknown `model_type` read as a llama-style decoder: counts not verified), or `header`
+    /// (a GGUF file's own tensors).
+    #[serde(default)]
+    pub support: String,
 }
 
 impl ModelSummary {
@@ -82,7 +87,19 @@ impl ModelSummary {
                 .count() as u64,
             mla: first_attention.is_some_and(|a| a.mla.is_some()),
             vision: spec.vision.is_some(),
+            support: support_of(spec).into(),
         }
+    }
+}
+
+/// [`ModelSummary::support`] of a spec.
+pub fn support_of(spec: &ModelSpec) -> &'static str {
+    if spec.gguf.is_some() {
+        "header"
+    } else if crate::KNOWN_MODEL_TYPES.contains(&spec.model_type.as_str()) {
+        "modelled"
+    } else {
+        "generic"
     }
 }
 

@@ -51,7 +51,8 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn invalid(&self, key: &str, expected: &str, found: &Value) -> ConfigError {
+    /// The error for `key` holding `found` where `expected` was wanted (the value quoted, cut at 60).
+    pub(crate) fn invalid(&self, key: &str, expected: &str, found: &Value) -> ConfigError {
         let mut found = found.to_string();
         if found.len() > 60 {
             let cut = (0..=60)

@@ -570,6 +570,7 @@ fn a_gguf_header_gives_the_same_model_as_the_config_and_preset() {
         },
     );
     assert_eq!(doc.parameters.total, 8_030_261_248);
+    assert_eq!(doc.model.support, "header");
     let from_header = doc.infer.unwrap();
     assert_eq!(from_header.weights_format_source, "gguf header");
     let from_config = run(&s, &scenario("q4_k_m", 8192, 1, LlamaCppInputs::default()));

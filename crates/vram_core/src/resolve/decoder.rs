@@ -134,6 +134,87 @@ fn llama_default(key: &str) -> Option<u64> {
     })
 }
 
+/// Keys that change a model's layout beyond what the generic llama-style reading counts: hybrid
+/// layer patterns (Nemotron-H `hybrid_override_pattern`, Jamba `layers_block_type`,
+/// `attn_layer_period`/`attn_layer_offset`, `block_types`), state-space mixers (`ssm_state_size`,
+/// `mamba_d_state`, `mamba_expand`), experts (`num_local_experts`, `num_experts`, `n_routed_experts`,
+/// `moe_intermediate_size`, `num_experts_per_tok`) and latent attention (`kv_lora_rank`).
+const LAYOUT_KEYS: &[(&str, &str)] = &[
+    ("hybrid_override_pattern", "a hybrid layer pattern"),
+    ("layers_block_type", "a hybrid layer pattern"),
+    ("attn_layer_period", "a hybrid layer pattern"),
+    ("attn_layer_indices", "a hybrid layer pattern"),
+    ("block_types", "a hybrid layer pattern"),
+    ("ssm_state_size", "state-space mixer layers"),
+    ("mamba_d_state", "state-space mixer layers"),
+    ("mamba_expand", "state-space mixer layers"),
+    ("num_local_experts", "mixture-of-experts layers"),
+    ("num_experts", "mixture-of-experts layers"),
+    ("n_routed_experts", "mixture-of-experts layers"),
+    ("moe_intermediate_size", "mixture-of-experts layers"),
+    ("num_experts_per_tok", "mixture-of-experts layers"),
+    ("kv_lora_rank", "multi-head latent attention"),
+];
+
+/// Refuses a config of a `model_type` this estimator does not model when its keys describe a layout
+/// the generic reading would count wrongly (a refusal with the reason, never a confident wrong
+/// number). `layer_types` other than full and sliding attention counts as such a key.
+/// For a known `model_type` only the hybrid and state-space keys are refused (its own resolver reads
+/// the expert and latent-attention keys it has).
+fn refuse_unreadable_layout(
+    f: Fields<'_>,
+    model_type: &str,
+    known: bool,
+) -> Result<(), ConfigError> {
+    let what = if model_type.is_empty() {
+        "a config without \"model_type\"".to_string()
+    } else if known {
+        format!("a {model_type:?} config")
+    } else {
+        format!("model_type {model_type:?}, which vram does not model,")
+    };
+    for (key, layout) in LAYOUT_KEYS {
+        let checked = !known
+            || matches!(
+                *layout,
+                "a hybrid layer pattern" | "state-space mixer layers"
+            );
+        if !checked {
+            continue;
+        }
+        match f.value(key) {
+            None | Some(serde_json::Value::Null) => {}
+            Some(v) => {
+                return Err(f.invalid(
+                    key,
+                    &format!(
+                        "no {layout} in {what} (its generic llama-style reading would count it wrongly; supported model types: {})",
+                        super::KNOWN_MODEL_TYPES.join(", ")
+                    ),
+                    v,
+                ))
+            }
+        }
+    }
+    if let Some(serde_json::Value::Array(types)) = f.value("layer_types") {
+        if let Some(other) = types.iter().find(|t| {
+            !matches!(
+                t.as_str(),
+                Some("full_attention" | "sliding_attention" | "attention")
+            )
+        }) {
+            return Err(f.invalid(
+                "layer_types",
+                &format!(
+                    "only full_attention or sliding_attention layers in {what} (other layer kinds change the count)"
+                ),
+                other,
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Resolves a llama-style decoder. `nested` marks a `text_config` inside a multimodal wrapper.
 pub(crate) fn decoder(
     f: Fields<'_>,
@@ -142,6 +223,7 @@ pub(crate) fn decoder(
 ) -> Result<ModelSpec, ConfigError> {
     let known = super::KNOWN_MODEL_TYPES.contains(&model_type);
     let mut warnings = Vec::new();
+    refuse_unreadable_layout(f, model_type, known)?;
     if !known {
         let what = if model_type.is_empty() {
             "no \"model_type\"".to_string()
