@@ -3,7 +3,7 @@
 use crate::i18n::Lang;
 use crate::load::{load_preset, load_text, ModelSource};
 use crate::model_input::{install_page_drop, DropZone, LoadErrorBox, PasteBox, PresetPicker};
-use crate::model_view::ModelView;
+use crate::model_view::{ModelView, SupportBanner};
 use crate::results_view::{share_query, ResultsView};
 use crate::scenario_form::ScenarioForm;
 use crate::share::SharedState;
@@ -97,7 +97,7 @@ pub fn App() -> impl IntoView {
                 <LoadErrorBox />
             </section>
             <ModelView />
-            {move || state.model.with(|m| m.is_some()).then(|| view! { <ScenarioForm /> <ResultsView /> })}
+            {move || state.model.with(|m| m.is_some()).then(|| view! { <ScenarioForm /> <SupportBanner /> <ResultsView /> })}
         </main>
     }
 }

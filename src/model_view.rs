@@ -103,6 +103,7 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
                 <span data-testid="model-name">{m.spec.name.clone()}</span>
             </h2>
             <p class="source" data-testid="model-source">{source}</p>
+            <SupportBanner />
             {m.spec.gguf.as_ref().map(|g| view! {
                 <p class="source" data-testid="gguf-type">
                     {lang.local().gguf_type} ": " <strong>{m.spec.torch_dtype.clone().unwrap_or_default()}</strong>
@@ -175,5 +176,38 @@ pub fn format_share(part: u64, total: u64) -> String {
         "< 0.01 %".to_string()
     } else {
         format!("{pct:.2} %")
+    }
+}
+
+/// The banner shown with every estimate of a generic reading (`model.support = "generic"`): an
+/// unknown `model_type` read as a llama-style decoder, whose counts are not verified.
+#[component]
+pub fn SupportBanner() -> impl IntoView {
+    let state = use_state();
+    move || {
+        let lang = state.lang.get();
+        state.model.with(|m| {
+            let m = m.as_ref()?;
+            (vram_core::estimate::support_of(&m.spec) == "generic").then(|| {
+                let mt = if m.spec.model_type.is_empty() {
+                    "?".to_string()
+                } else {
+                    m.spec.model_type.clone()
+                };
+                let text = match lang {
+                    Lang::En => format!(
+                        "Generic reading: counts not verified for model_type \"{mt}\". Every figure here rests on reading this config as a llama-style decoder (see the assumptions); drop the model's GGUF file for an exact count."
+                    ),
+                    Lang::Zh => format!(
+                        "通用解读：model_type \"{mt}\" 的参数量未经验证。此处所有数字都按 llama 式解码器解读该配置（见所做的假设）；拖入该模型的 GGUF 文件可得到精确计数。"
+                    ),
+                };
+                view! {
+                    <p class="support-banner" role="note" data-testid="support-banner" data-support="generic">
+                        {text}
+                    </p>
+                }
+            })
+        })
     }
 }
