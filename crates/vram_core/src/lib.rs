@@ -15,6 +15,7 @@ pub mod gguf_model;
 pub mod gpu_catalog;
 pub mod infer;
 pub mod json;
+pub mod models_index;
 pub mod params;
 pub mod presets;
 pub mod report;

@@ -1,0 +1,144 @@
+//! The index of supported architectures (docs/models.md), generated from the code: for each
+//! `model_type` the resolver that reads it, the bundled configs with their computed and published
+//! counts, and what the memory models do with its layers (KV kinds, llama.cpp's sliding window).
+//! `cargo run -p vram_core --example models_md > docs/models.md`; a test keeps the file in sync.
+
+use crate::infer::kv_cache::{KvLayout, LayerCache};
+use crate::scenario::{Dtype, Engine};
+use crate::spec::{FfnSpec, ModelKind};
+use crate::units::group_thousands;
+use std::fmt::Write;
+
+/// Which resolver reads a `model_type` (`resolve::resolve_value`).
+fn resolver(model_type: &str) -> &'static str {
+    match model_type {
+        "gpt2" | "opt" | "bloom" | "gpt_neox" | "bert" | "t5" | "mamba" => "classic (own layout)",
+        "llava" | "gemma3" => "multimodal wrapper (vision tower + text decoder)",
+        _ => "decoder (llama-style, per-architecture rules)",
+    }
+}
+
+/// What the KV cache of a spec's layers is, in words.
+fn kv_kinds(spec: &crate::ModelSpec) -> String {
+    if spec.kind == ModelKind::EncoderOnly {
+        return "none (encoder only)".into();
+    }
+    let layout = KvLayout::new(
+        spec,
+        Engine::Vllm,
+        crate::infer::kv_cache::KvDtype::Bf16,
+        Dtype::Bf16,
+        1,
+        false,
+    );
+    let (mut full, mut sliding, mut state) = (0, 0, 0);
+    for l in &layout.layers {
+        match l {
+            LayerCache::Full { .. } => full += 1,
+            LayerCache::Sliding { .. } => sliding += 1,
+            LayerCache::State { .. } => state += 1,
+            LayerCache::None => {}
+        }
+    }
+    let mla = spec
+        .layers
+        .iter()
+        .any(|l| l.attention.is_some_and(|a| a.mla.is_some()));
+    let mut parts = Vec::new();
+    if full > 0 {
+        parts.push(format!(
+            "{full} full{}",
+            if mla { " (MLA latent)" } else { "" }
+        ));
+    }
+    if sliding > 0 {
+        parts.push(format!("{sliding} sliding-window"));
+    }
+    if state > 0 {
+        parts.push(format!("{state} state-space"));
+    }
+    if spec.kind == ModelKind::EncoderDecoder {
+        parts.push("cross-attention".into());
+    }
+    parts.join(" + ")
+}
+
+fn ffn_kind(spec: &crate::ModelSpec) -> &'static str {
+    let moe = spec
+        .layers
+        .iter()
+        .any(|l| matches!(l.ffn, Some(FfnSpec::Moe { .. })));
+    let dense = spec
+        .layers
+        .iter()
+        .any(|l| matches!(l.ffn, Some(FfnSpec::Dense { .. })));
+    match (moe, dense) {
+        (true, true) => "dense + MoE",
+        (true, false) => "MoE",
+        (false, true) => "dense",
+        (false, false) => "—",
+    }
+}
+
+/// docs/models.md.
+pub fn markdown() -> String {
+    let mut s = String::new();
+    s.push_str("# Supported architectures\n\n");
+    s.push_str(
+        "Generated from the code by `cargo run -p vram_core --example models_md > docs/models.md` \
+         (a test fails when this file is out of date). Every `model_type` below is resolved into \
+         the exact tensor inventory (`model.support = \"modelled\"`); any other `model_type` is read \
+         as a generic llama-style decoder with its assumptions listed (`\"generic\"`), or refused when \
+         its keys describe a layout that reading cannot count; a GGUF file is counted from its own \
+         header (`\"header\"`).\n\n",
+    );
+    s.push_str("Each architecture is modelled for parameter counts, training (HF transformers), inference (HF transformers, vLLM, llama.cpp) and its KV cache.\n\n");
+    s.push_str("| model_type | resolver | bundled configs (computed = published parameters) | FFN | KV cache layers (first config) |\n");
+    s.push_str("|---|---|---|---|---|\n");
+    for mt in crate::KNOWN_MODEL_TYPES {
+        let mut configs = Vec::new();
+        let mut first_spec = None;
+        for p in crate::presets::PRESETS {
+            let Ok(spec) = crate::parse_config(p.json, None) else {
+                continue;
+            };
+            if spec.model_type != *mt {
+                continue;
+            }
+            let total = crate::ParamCounts::of(&spec).total;
+            let check = if p.published_params == 0 {
+                "no published count".to_string()
+            } else if p.published_params == total {
+                "exact".to_string()
+            } else {
+                format!("published {}", group_thousands(p.published_params))
+            };
+            configs.push(format!(
+                "[{}]({}) {} ({check})",
+                p.repo,
+                p.source_url(),
+                group_thousands(total)
+            ));
+            if first_spec.is_none() {
+                first_spec = Some(spec);
+            }
+        }
+        let (ffn, kv) = match &first_spec {
+            Some(spec) => (ffn_kind(spec).to_string(), kv_kinds(spec)),
+            None => ("—".into(), "—".into()),
+        };
+        let _ = writeln!(
+            s,
+            "| `{mt}` | {} | {} | {ffn} | {kv} |",
+            resolver(mt),
+            if configs.is_empty() {
+                "none bundled: read by the same rules as its family, not checked against a published count here"
+                    .to_string()
+            } else {
+                configs.join("<br>")
+            }
+        );
+    }
+    s.push_str("\nGGUF files (`vram estimate MODEL.gguf`, or dropped on the page) of any architecture llama.cpp writes are counted from their tensor infos; the metadata of `llama`, `qwen2`, `qwen2moe`, `qwen3`, `qwen3moe`, `gemma`, `gemma2`, `gemma3`, `phi3`, `command-r`, `olmo2`, `gpt-oss` and `mamba` is also resolved into the architecture above, other architectures are described llama-style for the non-llama.cpp sections (with a warning).\n");
+    s
+}
