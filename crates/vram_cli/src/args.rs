@@ -30,8 +30,10 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct EstimateArgs {
-    /// Path to a HuggingFace config.json, or a GGUF file (only its header is read).
-    pub config: PathBuf,
+    /// A HuggingFace config.json, or a GGUF file (only its header is read); with it (or alone) the
+    /// checkpoint's safetensors files, their index, or a folder holding them (only headers are read).
+    #[arg(required = true, num_args = 1..)]
+    pub config: Vec<PathBuf>,
     /// Show the training budget.
     #[arg(long)]
     pub train: bool,

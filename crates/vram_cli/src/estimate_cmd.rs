@@ -1,14 +1,26 @@
 //! `vram estimate`: the model summary, exact parameters and the memory budgets.
 
 use crate::args::EstimateArgs;
-use crate::load::load_config;
+use crate::load::{load_paths, Loaded};
 use crate::render;
 use std::process::ExitCode;
 use vram_core::scenario::Mode;
 use vram_core::{estimate, Sections};
 
 pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
-    let spec = load_config(&a.config)?;
+    let spec = match load_paths(&a.config)? {
+        Loaded::Model(spec) => *spec,
+        Loaded::HeadersOnly(c) => {
+            if a.train || a.infer {
+                anyhow::bail!(
+                    "memory estimates need the model's config.json (give it with the safetensors files); the headers alone give the exact count: {} parameters, {} B of weights",
+                    vram_core::units::group_thousands(c.params),
+                    vram_core::units::group_thousands(c.data_bytes)
+                );
+            }
+            return crate::render::checkpoint_only(&c, a.json);
+        }
+    };
     let mode = if a.infer && !a.train {
         Mode::Infer
     } else {

@@ -140,3 +140,177 @@ fn read_gguf_header(path: &Path) -> anyhow::Result<vram_core::gguf_file::GgufHea
     };
     Ok(header)
 }
+
+/// What a list of paths describes: a model (a config, or a GGUF file, with any safetensors
+/// headers counted into it), or only a checkpoint's headers (no config.json given).
+pub enum Loaded {
+    /// A model to estimate.
+    Model(Box<ModelSpec>),
+    /// Safetensors headers or an index without a config: exact counts and bytes only.
+    HeadersOnly(vram_core::checkpoint::CheckpointCount),
+}
+
+/// Reads every path: a folder stands for its `config.json`, `*.safetensors` and
+/// `model.safetensors.index.json`; an index stands for the shards it names that are present
+/// beside it. Only headers are read from safetensors files (the 8-byte length and the JSON).
+pub fn load_paths(paths: &[std::path::PathBuf]) -> anyhow::Result<Loaded> {
+    let mut configs = Vec::new();
+    let mut shards: Vec<std::path::PathBuf> = Vec::new();
+    let mut index: Option<(
+        std::path::PathBuf,
+        vram_core::safetensors_file::SafetensorsIndex,
+    )> = None;
+    let mut expanded = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut entries: Vec<_> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot read the folder {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            entries.sort();
+            for e in entries {
+                let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if name == "config.json"
+                    || name.ends_with(".safetensors")
+                    || name.ends_with(".safetensors.index.json")
+                {
+                    expanded.push(e);
+                }
+            }
+        } else {
+            expanded.push(p.clone());
+        }
+    }
+    for p in expanded {
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if name.ends_with(".safetensors") {
+            if !shards.contains(&p) {
+                shards.push(p);
+            }
+        } else if name.ends_with(".index.json") {
+            let bytes =
+                std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+            let idx = vram_core::safetensors_file::parse_index(&bytes)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            index = Some((p, idx));
+        } else {
+            configs.push(p);
+        }
+    }
+    if configs.len() > 1 {
+        anyhow::bail!(
+            "expected one config.json (or GGUF file) among the paths, found {}: {}",
+            configs.len(),
+            configs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some((ip, idx)) = &index {
+        // the shards the index names that sit beside it
+        let dir = ip.parent().unwrap_or(Path::new("."));
+        for f in idx.files() {
+            let p = dir.join(&f);
+            if p.exists() && !shards.iter().any(|s| s.file_name() == p.file_name()) {
+                shards.push(p);
+            }
+        }
+    }
+    let mut headers = Vec::new();
+    for s in &shards {
+        headers.push(read_safetensors_header(s)?);
+    }
+    let mut count = if headers.is_empty() {
+        None
+    } else {
+        let bits = None;
+        Some(vram_core::checkpoint::count(&headers, bits))
+    };
+    if let Some((ip, idx)) = &index {
+        match &mut count {
+            Some(c) => {
+                c.index_total_size = idx.total_size;
+                let named = idx.files().len();
+                if headers.len() < named {
+                    anyhow::bail!(
+                        "{}: the index names {named} shard files, {} found beside it; give every shard (or only the index, for the weight bytes)",
+                        ip.display(),
+                        headers.len()
+                    );
+                }
+            }
+            None => count = Some(vram_core::checkpoint::from_index(idx)),
+        }
+    }
+    match (configs.first(), count) {
+        (Some(c), count) => {
+            let mut spec = load_config(c)?;
+            if let Some(mut cnt) = count {
+                if cnt.params > 0 {
+                    // the GPTQ/AWQ bit width the config declares
+                    let bits = spec
+                        .quantization_config
+                        .as_ref()
+                        .and_then(|q| q.get("bits"))
+                        .and_then(|b| b.as_u64());
+                    if bits.is_some_and(|b| b != 4) {
+                        cnt = vram_core::checkpoint::count(&headers, bits);
+                        if let Some((_, idx)) = &index {
+                            cnt.index_total_size = idx.total_size;
+                        }
+                    }
+                    vram_core::checkpoint::attach(&mut spec, cnt);
+                } else {
+                    spec.checkpoint = Some(Box::new(cnt));
+                }
+            }
+            Ok(Loaded::Model(Box::new(spec)))
+        }
+        (None, Some(c)) => Ok(Loaded::HeadersOnly(c)),
+        (None, None) => anyhow::bail!("no config.json, GGUF or safetensors file among the paths"),
+    }
+}
+
+/// Reads the header of a safetensors file (the length, then exactly that many bytes).
+fn read_safetensors_header(
+    path: &Path,
+) -> anyhow::Result<vram_core::safetensors_file::SafetensorsHeader> {
+    use std::io::Read;
+    use vram_core::safetensors_file::{parse_header, SafetensorsError};
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut buf = vec![0u8; 8];
+    f.read_exact(&mut buf).map_err(|_| {
+        anyhow::anyhow!(
+            "{}: shorter than the 8-byte safetensors header length",
+            path.display()
+        )
+    })?;
+    loop {
+        match parse_header(&buf) {
+            Ok(h) => return Ok(h),
+            Err(SafetensorsError::NeedMore { needed_bytes }) => {
+                let have = buf.len() as u64;
+                let mut more = Vec::new();
+                (&mut f)
+                    .take(needed_bytes - have)
+                    .read_to_end(&mut more)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                if more.is_empty() {
+                    anyhow::bail!(
+                        "{}: the safetensors header is cut off: it needs {needed_bytes} bytes, the file has {have}",
+                        path.display()
+                    );
+                }
+                buf.extend(more);
+            }
+            Err(e) => anyhow::bail!("{}: {e}", path.display()),
+        }
+    }
+}

@@ -73,3 +73,55 @@ pub fn model_and_params(e: &Estimate) -> String {
     }
     out
 }
+
+/// The output of `vram estimate` for safetensors headers (or an index) without a config: the exact
+/// count and bytes; `{"schema_version", "checkpoint"}` as JSON.
+pub fn checkpoint_only(
+    c: &vram_core::checkpoint::CheckpointCount,
+    json: bool,
+) -> anyhow::Result<std::process::ExitCode> {
+    if json {
+        let doc = serde_json::json!({
+            "schema_version": vram_core::estimate::SCHEMA_VERSION,
+            "checkpoint": c,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    println!(
+        "Checkpoint headers: {} files, {} tensors",
+        c.files,
+        group_thousands(c.tensors)
+    );
+    if c.params > 0 {
+        println!(
+            "  parameters                {:>20}  {}",
+            group_thousands(c.params),
+            format_count(c.params)
+        );
+    }
+    println!(
+        "  weight bytes              {:>20}  {:.2} GiB",
+        group_thousands(c.data_bytes),
+        c.data_bytes as f64 / (1u64 << 30) as f64
+    );
+    for d in &c.by_dtype {
+        println!(
+            "  {:<8} {:>6} tensors {:>20} params {:>18} B",
+            d.dtype,
+            d.tensors,
+            group_thousands(d.params),
+            group_thousands(d.bytes)
+        );
+    }
+    if let Some(q) = &c.quantization {
+        println!(
+            "  quantized layout: {q} (quantization state {} B)",
+            group_thousands(c.quant_state_bytes)
+        );
+    }
+    if c.params == 0 {
+        println!("  (from the index: give the shard files too for the parameter count per dtype)");
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

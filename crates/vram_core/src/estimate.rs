@@ -94,7 +94,7 @@ impl ModelSummary {
 
 /// [`ModelSummary::support`] of a spec.
 pub fn support_of(spec: &ModelSpec) -> &'static str {
-    if spec.gguf.is_some() {
+    if spec.gguf.is_some() || spec.checkpoint.as_ref().is_some_and(|c| c.params > 0) {
         "header"
     } else if crate::KNOWN_MODEL_TYPES.contains(&spec.model_type.as_str()) {
         "modelled"
@@ -126,6 +126,9 @@ pub struct Estimate {
     /// The inference budget, when requested (docs/formulas/inference.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infer: Option<crate::infer::InferEstimate>,
+    /// The count from the checkpoint's safetensors headers, when they were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<crate::checkpoint::CheckpointCount>,
     /// The training budget, when requested (docs/formulas/training.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train: Option<crate::train::TrainEstimate>,
@@ -151,6 +154,9 @@ pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Es
         // a GGUF file's own tensors are the count (its metadata reading may differ)
         parameters.total = g.params;
     }
+    if let Some(c) = spec.checkpoint.as_ref().filter(|c| c.params > 0) {
+        parameters.total = c.params;
+    }
     let train = if sections.train {
         let overheads = crate::report::DeviceOverheads::default();
         match crate::train::estimate_training(spec, scenario, &overheads) {
@@ -172,6 +178,7 @@ pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Es
         parameters,
         warnings,
         infer,
+        checkpoint: spec.checkpoint.as_deref().cloned(),
         train,
     }
 }

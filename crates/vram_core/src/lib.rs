@@ -6,6 +6,7 @@
 //! No IO, no clocks, no platform code: every function takes values and returns values, with counts and
 //! bytes as `u64` (wasm32's `usize` is 32-bit) and saturating arithmetic where inputs are user data.
 
+pub mod checkpoint;
 pub mod derived;
 pub mod error;
 pub mod estimate;
@@ -20,6 +21,7 @@ pub mod params;
 pub mod presets;
 pub mod report;
 mod resolve;
+pub mod safetensors_file;
 pub mod scenario;
 pub mod spec;
 mod sweep;

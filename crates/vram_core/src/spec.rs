@@ -315,6 +315,10 @@ pub struct ModelSpec {
     /// built from one; the llama.cpp engine uses it instead of deriving tensor types from a preset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gguf: Option<Box<crate::infer::llama_cpp::LlamaModel>>,
+    /// The count from the checkpoint's own safetensors headers, when they were given with the
+    /// config ([`crate::checkpoint`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Box<crate::checkpoint::CheckpointCount>>,
     /// Facts derived from the fields above on first use ([`ModelSpec::derived`]); not serialised.
     #[serde(skip)]
     pub derived: crate::derived::DerivedCache,

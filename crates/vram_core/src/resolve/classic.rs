@@ -98,6 +98,7 @@ fn spec(
         quantization_config: None,
         tensors: b.tensors,
         gguf: None,
+        checkpoint: None,
         derived: Default::default(),
         warnings: Vec::new(),
     }

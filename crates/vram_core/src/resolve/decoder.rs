@@ -416,6 +416,7 @@ pub(crate) fn decoder(
         quantization_config: None,
         tensors: b.tensors,
         gguf: None,
+        checkpoint: None,
         derived: Default::default(),
         warnings,
     })

@@ -1,0 +1,213 @@
+//! Exact parameter counts from a checkpoint's own safetensors headers (all shards), with the
+//! quantized layouts unpacked:
+//! - GPTQ / AutoAWQ: `*.qweight` int32 packs `32 / bits` weights per element; `qzeros`, `scales`,
+//!   `g_idx` are quantization state, not parameters (AutoGPTQ `QuantLinear`, AutoAWQ `WQLinear`).
+//! - bitsandbytes 4-bit: `*.weight` uint8 packs 2 weights per byte when `*.weight.absmax` sits beside
+//!   it; `absmax`, `quant_map`, `nested_*`, `quant_state.*` are state. LLM.int8: `SCB`, `weight_format`.
+//! - FP8 checkpoints: `weight_scale`, `weight_scale_inv`, `input_scale` are state.
+//! - MXFP4 (gpt-oss): `*_blocks` uint8 packs 2 FP4 weights per byte; `*_scales` are state.
+//!
+//! Every other tensor counts its elements. Compared with the config's own inventory, the names
+//! that one has and the other lacks are reported, so a disagreement is never silent.
+
+use crate::safetensors_file::{SafetensorsHeader, SafetensorsIndex};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Parameters and bytes of one storage dtype.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DtypeCount {
+    /// safetensors dtype (`BF16`, `I32`, ...).
+    pub dtype: String,
+    /// Tensors stored in it.
+    pub tensors: u64,
+    /// Parameters they hold (packed weights unpacked).
+    pub params: u64,
+    /// Bytes in the file.
+    pub bytes: u64,
+}
+
+/// What the headers say (`checkpoint` in `vram estimate --json`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointCount {
+    /// Header files read.
+    pub files: u64,
+    /// Tensors in them.
+    pub tensors: u64,
+    /// Parameters (packed quantized weights unpacked; quantization state not counted).
+    pub params: u64,
+    /// Tensor data bytes (what the weights occupy on disk and, for the checkpoint's own format, in memory).
+    pub data_bytes: u64,
+    /// Per storage dtype.
+    pub by_dtype: Vec<DtypeCount>,
+    /// Bytes of quantization state (scales, zeros, absmax, ...).
+    pub quant_state_bytes: u64,
+    /// The quantized layout found, if any (`gptq/awq 4-bit`, `bnb 4-bit`, `bnb int8`, `fp8`, `mxfp4`).
+    pub quantization: Option<String>,
+    /// `metadata.total_size` of the index, when one was given.
+    pub index_total_size: Option<u64>,
+    /// Tensor names, sorted (for comparison with a config; not serialised).
+    #[serde(skip)]
+    pub names: Vec<String>,
+}
+
+fn is_state(name: &str, names: &BTreeSet<&str>) -> bool {
+    const SUFFIXES: &[&str] = &[
+        ".qzeros",
+        ".g_idx",
+        ".SCB",
+        ".weight_format",
+        ".absmax",
+        ".quant_map",
+        ".nested_absmax",
+        ".nested_quant_map",
+        ".weight_scale",
+        ".weight_scale_inv",
+        ".input_scale",
+        ".weight_scale_2",
+    ];
+    if SUFFIXES.iter().any(|s| name.ends_with(s)) || name.contains(".quant_state.") {
+        return true;
+    }
+    if let Some(base) = name.strip_suffix(".scales") {
+        return names.contains(format!("{base}.qweight").as_str());
+    }
+    if let Some(base) = name.strip_suffix("_scales") {
+        return names.contains(format!("{base}_blocks").as_str());
+    }
+    false
+}
+
+/// Counts the tensors of `headers` (one per file); `bits`: the GPTQ/AWQ bit width from the config's
+/// `quantization_config` (4 when unknown).
+pub fn count(headers: &[SafetensorsHeader], bits: Option<u64>) -> CheckpointCount {
+    let all: BTreeSet<&str> = headers
+        .iter()
+        .flat_map(|h| h.tensors.iter().map(|t| t.name.as_str()))
+        .collect();
+    let bits = bits.filter(|b| matches!(b, 2 | 3 | 4 | 8)).unwrap_or(4);
+    let mut c = CheckpointCount {
+        files: headers.len() as u64,
+        ..CheckpointCount::default()
+    };
+    let mut by: BTreeMap<String, DtypeCount> = BTreeMap::new();
+    let mut quant: Option<String> = None;
+    for t in headers.iter().flat_map(|h| h.tensors.iter()) {
+        c.tensors += 1;
+        c.data_bytes = c.data_bytes.saturating_add(t.bytes());
+        if is_state(&t.name, &all) {
+            c.quant_state_bytes = c.quant_state_bytes.saturating_add(t.bytes());
+            if t.name.ends_with(".weight_scale") || t.name.ends_with(".weight_scale_inv") {
+                quant.get_or_insert_with(|| "fp8".into());
+            }
+            if t.name.ends_with(".SCB") {
+                quant.get_or_insert_with(|| "bnb int8".into());
+            }
+            continue;
+        }
+        let n = t.numel();
+        let params = if t.name.ends_with(".qweight") {
+            quant.get_or_insert_with(|| format!("gptq/awq {bits}-bit"));
+            n.saturating_mul(32 / bits)
+        } else if t.name.ends_with("_blocks") && t.dtype == "U8" {
+            quant.get_or_insert_with(|| "mxfp4".into());
+            n.saturating_mul(2)
+        } else if t.dtype == "U8" && all.contains(format!("{}.absmax", t.name).as_str()) {
+            quant.get_or_insert_with(|| "bnb 4-bit".into());
+            n.saturating_mul(2)
+        } else {
+            n
+        };
+        c.params = c.params.saturating_add(params);
+        let e = by.entry(t.dtype.clone()).or_insert_with(|| DtypeCount {
+            dtype: t.dtype.clone(),
+            tensors: 0,
+            params: 0,
+            bytes: 0,
+        });
+        e.tensors += 1;
+        e.params = e.params.saturating_add(params);
+        e.bytes = e.bytes.saturating_add(t.bytes());
+        c.names.push(t.name.clone());
+    }
+    c.names.sort();
+    c.by_dtype = by.into_values().collect();
+    c.quantization = quant;
+    c
+}
+
+/// What an index alone says: the exact weight bytes (`metadata.total_size`) and the shard files.
+pub fn from_index(index: &SafetensorsIndex) -> CheckpointCount {
+    CheckpointCount {
+        files: index.files().len() as u64,
+        tensors: index.weight_map.len() as u64,
+        data_bytes: index.total_size.unwrap_or(0),
+        index_total_size: index.total_size,
+        ..CheckpointCount::default()
+    }
+}
+
+/// The HF tensor name a packed checkpoint tensor stands for (`q_proj.qweight` → `q_proj.weight`).
+fn canonical(name: &str) -> String {
+    if let Some(b) = name.strip_suffix(".qweight") {
+        return format!("{b}.weight");
+    }
+    if let Some(b) = name.strip_suffix("_blocks") {
+        return b.to_string();
+    }
+    name.to_string()
+}
+
+/// Attaches the headers' count to `spec` and returns the disagreements with the config's reading
+/// (as warnings): the totals, and up to five tensor names each side has that the other lacks.
+pub fn attach(spec: &mut crate::ModelSpec, c: CheckpointCount) -> Vec<String> {
+    let mut notes = Vec::new();
+    let config_total = crate::ParamCounts::count(spec).total;
+    if c.params > 0 && c.params != config_total {
+        notes.push(format!(
+            "parameters: the safetensors headers hold {}, the config.json reading gives {} ({:+}); the headers' count is used",
+            crate::units::group_thousands(c.params),
+            crate::units::group_thousands(config_total),
+            c.params as i128 - config_total as i128
+        ));
+    }
+    if !c.names.is_empty() {
+        let header: BTreeSet<String> = c.names.iter().map(|n| canonical(n)).collect();
+        let config: BTreeSet<String> = spec.instances().map(|i| i.name().into_owned()).collect();
+        let only_header: Vec<&String> = header.difference(&config).take(5).collect();
+        let only_config: Vec<&String> = config.difference(&header).take(5).collect();
+        if !only_header.is_empty() {
+            notes.push(format!(
+                "tensors in the headers but not in the config's reading: {}{}",
+                only_header
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if header.difference(&config).count() > 5 {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if !only_config.is_empty() {
+            notes.push(format!(
+                "tensors in the config's reading but not in the headers: {}{}",
+                only_config
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if config.difference(&header).count() > 5 {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    spec.warnings.extend(notes.iter().cloned());
+    spec.checkpoint = Some(Box::new(c));
+    notes
+}
