@@ -1,5 +1,6 @@
 //! The page: header with the language switch, model input, and the results.
 
+use crate::checkpoint_view::CheckpointCard;
 use crate::i18n::Lang;
 use crate::load::{load_preset, load_text, ModelSource};
 use crate::model_input::{install_page_drop, DropZone, LoadErrorBox, PasteBox, PresetPicker};
@@ -96,6 +97,7 @@ pub fn App() -> impl IntoView {
                 </div>
                 <LoadErrorBox />
             </section>
+            <CheckpointCard />
             <ModelView />
             {move || state.model.with(|m| m.is_some()).then(|| view! { <ScenarioForm /> <SupportBanner /> <ResultsView /> })}
         </main>

@@ -140,6 +140,58 @@ impl Lang {
                     format!("{name}: could not read the GGUF header: {error}")
                 }
             }
+            LoadError::Safetensors {
+                name,
+                error,
+                file_bytes,
+            } => {
+                let past_end =
+                    match error {
+                        vram_core::safetensors_file::SafetensorsError::NeedMore {
+                            needed_bytes,
+                        } if needed_bytes > file_bytes => Some(*file_bytes),
+                        _ => None,
+                    };
+                match (zh, past_end) {
+                    (false, None) => format!("{name}: could not read the safetensors header: {error}"),
+                    (false, Some(n)) => format!(
+                        "{name}: could not read the safetensors header: {error}, but the file has only {} bytes (cut off, or not a safetensors file)",
+                        vram_core::units::group_thousands(n)
+                    ),
+                    (true, None) => format!("{name}：无法读取 safetensors 文件头：{error}"),
+                    (true, Some(n)) => format!(
+                        "{name}：无法读取 safetensors 文件头：{error}，但文件只有 {} 字节（文件被截断，或不是 safetensors 文件）",
+                        vram_core::units::group_thousands(n)
+                    ),
+                }
+            }
+            LoadError::Checkpoint { problem } => {
+                use crate::load::CheckpointProblem as P;
+                match (problem, zh) {
+                    (P::SeveralConfigs { names }, false) => format!(
+                        "Expected one config.json with the safetensors files, found {}: {}.",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                    (P::SeveralConfigs { names }, true) => format!(
+                        "与 safetensors 文件一起应只有一个 config.json，却有 {} 个：{}。",
+                        names.len(),
+                        names.join("、")
+                    ),
+                    (P::Unexpected { name }, false) => format!(
+                        "{name} is not a config.json, a .safetensors file or a model.safetensors.index.json; give a checkpoint's files together."
+                    ),
+                    (P::Unexpected { name }, true) => format!(
+                        "{name} 不是 config.json、.safetensors 文件或 model.safetensors.index.json；请同时给出同一检查点的文件。"
+                    ),
+                    (P::MissingShards { index, named, given }, false) => format!(
+                        "{index}: the index names {named} shard files, {given} given; give every shard (or only the index, for the weight bytes)."
+                    ),
+                    (P::MissingShards { index, named, given }, true) => format!(
+                        "{index}：索引列出 {named} 个分片文件，只给出了 {given} 个；请给出全部分片（或只给索引，得到权重字节数）。"
+                    ),
+                }
+            }
             LoadError::UnknownPreset { id } => {
                 if zh {
                     format!("没有名为 {id:?} 的预设。")
@@ -246,7 +298,7 @@ pub static EN: Strings = Strings {
     tagline: "Drop a HuggingFace config.json and see exactly how many parameters it has and how much GPU memory training and inference need. Everything runs in your browser.",
     language: "Language",
     drop_title: "Drop a config.json or a .gguf anywhere, or click to open one",
-    drop_hint: "Press Enter to choose a file. Of a .gguf only the header is read (a split model: give all its parts together); other files over 4 MiB are refused.",
+    drop_hint: "Press Enter to choose a file. Of a .gguf only the header is read (a split model: give all its parts together); give a config.json with the model's .safetensors files for the exact count from their headers; other files over 4 MiB are refused.",
     drop_overlay: "Drop the config.json to load it",
     paste_label: "Or paste config.json text",
     paste_placeholder: "{ \"model_type\": \"llama\", \"hidden_size\": 4096, … }",
@@ -288,7 +340,7 @@ pub static ZH: Strings = Strings {
     tagline: "拖入 HuggingFace 的 config.json，即可看到模型的精确参数量，以及训练和推理所需的 GPU 显存。全部计算在浏览器中完成。",
     language: "语言",
     drop_title: "将 config.json 或 .gguf 拖到页面任意位置，或点击打开",
-    drop_hint: "按回车键选择文件。.gguf 只读取文件头（分卷模型请同时选择全部分卷）；其他超过 4 MiB 的文件会被拒绝。",
+    drop_hint: "按回车键选择文件。.gguf 只读取文件头（分卷模型请同时选择全部分卷）；将 config.json 与模型的 .safetensors 文件一起选择，可按文件头得到精确参数量；其他超过 4 MiB 的文件会被拒绝。",
     drop_overlay: "松开鼠标即可加载 config.json",
     paste_label: "或粘贴 config.json 文本",
     paste_placeholder: "{ \"model_type\": \"llama\", \"hidden_size\": 4096, … }",

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod chart_view;
 pub mod charts;
+pub mod checkpoint_view;
 pub mod compute;
 pub mod export;
 pub mod i18n;

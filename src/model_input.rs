@@ -1,6 +1,8 @@
 //! Model input: drop a file anywhere on the page, open one with the drop zone button (Enter works),
 //! paste JSON, or pick a bundled preset. Files over [`MAX_INPUT_BYTES`] are refused before reading.
-//! Several `.gguf` files given together are one model: the parts of a split model.
+//! Several `.gguf` files given together are one model: the parts of a split model. A config.json
+//! given with `.safetensors` files (and optionally `model.safetensors.index.json`) is counted from
+//! the files' headers, read header-only; without a config they show the checkpoint card.
 
 use crate::load::{check_size, load_preset, LoadError, ModelSource, MAX_INPUT_BYTES};
 use crate::state::{use_state, AppState};
@@ -42,7 +44,9 @@ pub fn read_file(state: AppState, file: File) {
 /// single file, or the parts of a split model, in any order); otherwise the first file is read.
 pub fn read_files(state: AppState, files: Vec<File>) {
     let names: Vec<String> = files.iter().map(File::name).collect();
-    if files.len() > 1 && crate::load::all_gguf(&names) {
+    if crate::load::is_checkpoint(&names) {
+        read_checkpoint_files(state, files);
+    } else if files.len() > 1 && crate::load::all_gguf(&names) {
         read_gguf_files(state, files);
     } else if let Some(file) = files.into_iter().next() {
         read_file(state, file);
@@ -65,6 +69,93 @@ pub fn read_gguf_files(state: AppState, files: Vec<File>) {
         }
         state.accept_gguf(crate::load::load_gguf_files(&headers));
     });
+}
+
+/// Reads a checkpoint's files given together (one after the other): each `.safetensors` file's
+/// header only ([`read_safetensors_header`]), the index and the config whole (after the size
+/// check), then combines them ([`crate::load::load_checkpoint`]). The first file that cannot be
+/// read is the error shown, and nothing on screen changes.
+pub fn read_checkpoint_files(state: AppState, files: Vec<File>) {
+    use crate::load::{is_safetensors, is_safetensors_index, CheckpointProblem, MAX_INDEX_BYTES};
+    leptos::task::spawn_local(async move {
+        let mut configs = Vec::new();
+        let mut headers = Vec::new();
+        let mut indexes = Vec::new();
+        for file in &files {
+            let name = file.name();
+            let size = file.size().max(0.0) as u64;
+            let result = if is_safetensors(&name) {
+                read_safetensors_header(file)
+                    .await
+                    .map(|h| headers.push((name.clone(), h)))
+            } else if is_safetensors_index(&name) {
+                if size > MAX_INDEX_BYTES {
+                    Err(LoadError::TooLarge {
+                        name: name.clone(),
+                        size_bytes: size,
+                    })
+                } else {
+                    match read_text(file).await {
+                        Some(text) => crate::load::parse_index_file(&name, text.as_bytes())
+                            .map(|idx| indexes.push((name.clone(), idx))),
+                        None => Err(LoadError::Unreadable { name: name.clone() }),
+                    }
+                }
+            } else if name.to_ascii_lowercase().ends_with(".json") {
+                match check_size(&name, size) {
+                    Err(e) => Err(e),
+                    Ok(()) => match read_text(file).await {
+                        Some(text) => {
+                            configs.push((name.clone(), text));
+                            Ok(())
+                        }
+                        None => Err(LoadError::Unreadable { name: name.clone() }),
+                    },
+                }
+            } else {
+                Err(LoadError::Checkpoint {
+                    problem: CheckpointProblem::Unexpected { name: name.clone() },
+                })
+            };
+            if let Err(e) = result {
+                state.accept(Err(e));
+                return;
+            }
+        }
+        state.accept_checkpoint(crate::load::load_checkpoint(configs, headers, indexes));
+    });
+}
+
+async fn read_text(file: &File) -> Option<String> {
+    wasm_bindgen_futures::JsFuture::from(file.text())
+        .await
+        .ok()
+        .and_then(|v| v.as_string())
+}
+
+/// Reads the header of a safetensors file: `File.slice(0, 8)` for its length `n`, then
+/// `File.slice(0, 8 + n)`; never the tensor data ([`crate::load::safetensors_step`]).
+pub async fn read_safetensors_header(
+    file: &File,
+) -> Result<vram_core::safetensors_file::SafetensorsHeader, LoadError> {
+    let name = file.name();
+    let size = file.size().max(0.0) as u64;
+    let unreadable = || LoadError::Unreadable { name: name.clone() };
+    let mut n = crate::load::SAFETENSORS_FIRST_READ.min(size);
+    loop {
+        let blob = file
+            .slice_with_f64_and_f64(0.0, n as f64)
+            .map_err(|_| unreadable())?;
+        let buf = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
+            .await
+            .map_err(|_| unreadable())?;
+        let bytes = js_sys::Uint8Array::new(&buf).to_vec();
+        match crate::load::safetensors_step(&name, size, &bytes) {
+            crate::load::SafetensorsStep::Read(next) if next > n => n = next,
+            crate::load::SafetensorsStep::Read(_) => return Err(unreadable()),
+            crate::load::SafetensorsStep::Done(result) => return *result,
+        }
+    }
 }
 
 /// Reads the header of a GGUF file: `File.slice(0, n)` from 1 MiB, growing to what the parser asks
@@ -175,7 +266,7 @@ pub fn DropZone() -> impl IntoView {
             </button>
             <input
                 type="file"
-                accept=".json,application/json,.gguf"
+                accept=".json,application/json,.gguf,.safetensors"
                 multiple
                 class="visually-hidden"
                 tabindex="-1"

@@ -73,7 +73,14 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
     }
     let p = &m.params;
     let total = p.total;
-    let share = move |n: u64| format_share(n, total);
+    // With a checkpoint's headers the total is theirs; the breakdown is the config's reading, so
+    // its shares are of the config's total (shown below the headers' when they differ).
+    let config_total = if m.spec.checkpoint.as_ref().is_some_and(|c| c.params > 0) {
+        vram_core::ParamCounts::of(&m.spec).total
+    } else {
+        total
+    };
+    let share = move |n: u64| format_share(n, config_total);
     let component_rows = p
         .by_component
         .iter()
@@ -103,6 +110,7 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
                 <span data-testid="model-name">{m.spec.name.clone()}</span>
             </h2>
             <p class="source" data-testid="model-source">{source}</p>
+            <crate::checkpoint_view::CheckpointSource />
             <SupportBanner />
             {m.spec.gguf.as_ref().map(|g| view! {
                 <p class="source" data-testid="gguf-type">
@@ -138,9 +146,24 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
                     <tr>
                         <th scope="row">{s.total}</th>
                         <td class="num">{group_thousands(total)}</td>
-                        <td class="num">"100 %"</td>
+                        <td class="num">{if config_total == total { "100 %" } else { "" }}</td>
                     </tr>
-                    {(p.active != total)
+                    {(config_total != total)
+                        .then(|| {
+                            view! {
+                                <tr data-testid="config-params">
+                                    <th scope="row">
+                                        {match lang {
+                                            Lang::En => "config.json reading",
+                                            Lang::Zh => "按 config.json 解读",
+                                        }}
+                                    </th>
+                                    <td class="num">{group_thousands(config_total)}</td>
+                                    <td class="num">"100 %"</td>
+                                </tr>
+                            }
+                        })}
+                    {(p.active != config_total)
                         .then(|| {
                             view! {
                                 <tr data-testid="active-params">

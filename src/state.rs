@@ -37,6 +37,11 @@ pub struct AppState {
     pub report: ReadSignal<Option<crate::measured::LoadedReport>>,
     /// Sets the report.
     pub set_report: WriteSignal<Option<crate::measured::LoadedReport>>,
+    /// A checkpoint given without its config (safetensors headers or an index alone), shown as a
+    /// card beside the model on screen; cleared when a model loads.
+    pub checkpoint: ReadSignal<Option<crate::load::CheckpointOnly>>,
+    /// Sets the checkpoint card.
+    pub set_checkpoint: WriteSignal<Option<crate::load::CheckpointOnly>>,
 }
 
 impl AppState {
@@ -49,7 +54,10 @@ impl AppState {
         let (field_error, set_field_error) = signal(None::<(String, String)>);
         let (use_gb, set_use_gb) = signal(false);
         let (report, set_report) = signal(None::<crate::measured::LoadedReport>);
+        let (checkpoint, set_checkpoint) = signal(None::<crate::load::CheckpointOnly>);
         AppState {
+            checkpoint,
+            set_checkpoint,
             report,
             set_report,
             page,
@@ -73,6 +81,7 @@ impl AppState {
             Ok(model) => {
                 self.set_load_error.set(None);
                 self.set_report.set(None);
+                self.set_checkpoint.set(None);
                 self.set_model.set(Some(model));
             }
             Err(e) => self.set_load_error.set(Some(e)),
@@ -93,6 +102,19 @@ impl AppState {
             self.set_page.set(page);
         }
         self.accept(result);
+    }
+
+    /// Shows what a checkpoint's files loaded to: a model (config + headers), the checkpoint card
+    /// (headers or index alone; the model on screen stays), or the error (everything stays).
+    pub fn accept_checkpoint(&self, result: Result<crate::load::CheckpointLoad, LoadError>) {
+        match result {
+            Ok(crate::load::CheckpointLoad::Model(m)) => self.accept(Ok(*m)),
+            Ok(crate::load::CheckpointLoad::Only(c)) => {
+                self.set_load_error.set(None);
+                self.set_checkpoint.set(Some(c));
+            }
+            Err(e) => self.accept(Err(e)),
+        }
     }
 
     /// Loads dropped or pasted text: a `vram measure` report (model + scenario + measurement) or a config.
@@ -120,6 +142,7 @@ impl AppState {
                     }
                 }
                 self.set_load_error.set(None);
+                self.set_checkpoint.set(None);
                 self.set_page.set(page);
                 self.set_model.set(Some(r.model.clone()));
                 self.set_report.set(Some(r));
