@@ -133,52 +133,61 @@ async fn read_text(file: &File) -> Option<String> {
         .and_then(|v| v.as_string())
 }
 
+/// Reads the first bytes of `file` until `step` has what it needs: from `first` bytes on, as many as
+/// it asks for (`Err(n)`: read the first `n` bytes and call again), never the rest of the file.
+async fn read_prefix<T>(
+    file: &File,
+    first: u64,
+    step: impl Fn(&str, u64, &[u8]) -> Result<Result<T, LoadError>, u64>,
+) -> Result<T, LoadError> {
+    let name = file.name();
+    let size = file.size().max(0.0) as u64;
+    let unreadable = || LoadError::Unreadable { name: name.clone() };
+    let mut n = first.min(size);
+    loop {
+        let blob = file
+            .slice_with_f64_and_f64(0.0, n as f64)
+            .map_err(|_| unreadable())?;
+        let buf = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
+            .await
+            .map_err(|_| unreadable())?;
+        let bytes = js_sys::Uint8Array::new(&buf).to_vec();
+        match step(&name, size, &bytes) {
+            Err(next) if next > n => n = next,
+            Err(_) => return Err(unreadable()),
+            Ok(result) => return result,
+        }
+    }
+}
+
 /// Reads the header of a safetensors file: `File.slice(0, 8)` for its length `n`, then
 /// `File.slice(0, 8 + n)`; never the tensor data ([`crate::load::safetensors_step`]).
 pub async fn read_safetensors_header(
     file: &File,
 ) -> Result<vram_core::safetensors_file::SafetensorsHeader, LoadError> {
-    let name = file.name();
-    let size = file.size().max(0.0) as u64;
-    let unreadable = || LoadError::Unreadable { name: name.clone() };
-    let mut n = crate::load::SAFETENSORS_FIRST_READ.min(size);
-    loop {
-        let blob = file
-            .slice_with_f64_and_f64(0.0, n as f64)
-            .map_err(|_| unreadable())?;
-        let buf = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
-            .await
-            .map_err(|_| unreadable())?;
-        let bytes = js_sys::Uint8Array::new(&buf).to_vec();
-        match crate::load::safetensors_step(&name, size, &bytes) {
-            crate::load::SafetensorsStep::Read(next) if next > n => n = next,
-            crate::load::SafetensorsStep::Read(_) => return Err(unreadable()),
-            crate::load::SafetensorsStep::Done(result) => return *result,
-        }
-    }
+    read_prefix(
+        file,
+        crate::load::SAFETENSORS_FIRST_READ,
+        |name, size, bytes| match crate::load::safetensors_step(name, size, bytes) {
+            crate::load::SafetensorsStep::Read(next) => Err(next),
+            crate::load::SafetensorsStep::Done(result) => Ok(*result),
+        },
+    )
+    .await
 }
 
 /// Reads the header of a GGUF file: `File.slice(0, n)` from 1 MiB, growing to what the parser asks
 /// for (at least doubling), up to the core's 256 MiB header cap; never the tensor data.
 pub async fn read_gguf_header(file: &File) -> Result<GgufHeader, LoadError> {
-    let name = file.name();
-    let size = file.size().max(0.0) as u64;
-    let unreadable = || LoadError::Unreadable { name: name.clone() };
-    let mut n = crate::load::GGUF_FIRST_READ.min(size);
-    loop {
-        let blob = file
-            .slice_with_f64_and_f64(0.0, n as f64)
-            .map_err(|_| unreadable())?;
-        let buf = wasm_bindgen_futures::JsFuture::from(blob.array_buffer())
-            .await
-            .map_err(|_| unreadable())?;
-        let bytes = js_sys::Uint8Array::new(&buf).to_vec();
-        match crate::load::gguf_step(&name, size, &bytes) {
-            crate::load::GgufStep::Read(next) if next > n => n = next,
-            crate::load::GgufStep::Read(_) => return Err(unreadable()),
-            crate::load::GgufStep::Done(result) => return *result,
-        }
-    }
+    read_prefix(
+        file,
+        crate::load::GGUF_FIRST_READ,
+        |name, size, bytes| match crate::load::gguf_step(name, size, bytes) {
+            crate::load::GgufStep::Read(next) => Err(next),
+            crate::load::GgufStep::Done(result) => Ok(*result),
+        },
+    )
+    .await
 }
 
 /// Every file of a `FileList` (a drop or the file input), in order.
