@@ -174,19 +174,7 @@ pub fn all_gguf<S: AsRef<str>>(names: &[S]) -> bool {
     !names.is_empty() && names.iter().all(|n| is_gguf(n.as_ref()))
 }
 
-/// `NAME-00001-of-00003.gguf` → (`NAME`, part 1, 3 parts), as `llama-gguf-split` names the parts.
-pub fn split_part_name(file_name: &str) -> Option<(&str, u32, u32)> {
-    let stem = file_name
-        .get(..file_name.len().checked_sub(5)?)
-        .filter(|_| is_gguf(file_name))?;
-    let (rest, count) = stem.rsplit_once("-of-")?;
-    let (prefix, no) = rest.rsplit_once('-')?;
-    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(no) || !digits(count) || prefix.is_empty() {
-        return None;
-    }
-    Some((prefix, no.parse().ok()?, count.parse().ok()?))
-}
+pub use vram_core::gguf_model::split_part_name;
 
 /// The model name of a split model's parts: `NAME.gguf` when every part is named
 /// `NAME-0000i-of-0000n.gguf` (the CLI's name), else the files' common prefix (without trailing
@@ -390,59 +378,42 @@ pub fn load_checkpoint(
     headers.sort_by(|a, b| a.0.cmp(&b.0));
     headers.dedup_by(|a, b| a.0 == b.0);
     let index = indexes.into_iter().last();
-    if let Some((name, idx)) = &index {
-        let named = idx.files().len() as u64;
-        let given = headers.len() as u64;
-        if given > 0 && given < named {
-            return Err(LoadError::Checkpoint {
-                problem: CheckpointProblem::MissingShards {
-                    index: name.clone(),
-                    named,
-                    given,
-                },
-            });
-        }
-    }
     let files: Vec<String> = headers.iter().map(|(n, _)| n.clone()).collect();
     let parsed: Vec<vram_core::safetensors_file::SafetensorsHeader> =
         headers.into_iter().map(|(_, h)| h).collect();
-    let count_with = |bits: Option<u64>| {
-        if parsed.is_empty() {
-            index.as_ref().map(|(_, idx)| checkpoint::from_index(idx))
-        } else {
-            let mut c = checkpoint::count(&parsed, bits);
-            c.index_total_size = index.as_ref().and_then(|(_, idx)| idx.total_size);
-            Some(c)
-        }
+    let config = configs.into_iter().next();
+    let model = match config {
+        Some((name, text)) => Some(load_text(text, ModelSource::File(name))?),
+        None => None,
     };
-    match configs.into_iter().next() {
-        Some((name, text)) => {
-            let mut m = load_text(text, ModelSource::File(name))?;
-            let bits = m
-                .spec
-                .quantization_config
-                .as_ref()
-                .and_then(|q| q.get("bits"))
-                .and_then(|b| b.as_u64());
-            if let Some(c) = count_with(bits) {
-                if c.params > 0 {
-                    let total = c.params;
-                    checkpoint::attach(&mut m.spec, c);
+    let bits = model
+        .as_ref()
+        .and_then(|m| checkpoint::config_bits(&m.spec));
+    let count = checkpoint::combine(&parsed, index.as_ref().map(|(_, i)| i), bits).map_err(
+        |checkpoint::MissingShards { named, given }| LoadError::Checkpoint {
+            problem: CheckpointProblem::MissingShards {
+                index: index.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
+                named,
+                given,
+            },
+        },
+    )?;
+    match model {
+        Some(mut m) => {
+            if let Some(c) = count {
+                let total = (c.params > 0).then_some(c.params);
+                checkpoint::attach(&mut m.spec, c);
+                if let Some(total) = total {
                     m.params.total = total;
-                } else {
-                    m.spec.checkpoint = Some(Box::new(c));
                 }
             }
             Ok(CheckpointLoad::Model(Box::new(m)))
         }
-        None => {
-            let count = count_with(None).unwrap_or_default();
-            Ok(CheckpointLoad::Only(CheckpointOnly {
-                count,
-                files,
-                index: index.map(|(n, _)| n),
-            }))
-        }
+        None => Ok(CheckpointLoad::Only(CheckpointOnly {
+            count: count.unwrap_or_default(),
+            files,
+            index: index.map(|(n, _)| n),
+        })),
     }
 }
 

@@ -58,23 +58,14 @@ fn is_gguf(path: &Path) -> anyhow::Result<bool> {
     Ok(f.read_exact(&mut magic).is_ok() && magic == vram_core::gguf_file::GGUF_MAGIC)
 }
 
-/// `name-00001-of-00003.gguf` → (`name`, 3).
-fn split_parts(path: &Path) -> Option<(String, u32)> {
-    let name = path.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".gguf")?;
-    let (rest, count) = stem.rsplit_once("-of-")?;
-    let (prefix, no) = rest.rsplit_once('-')?;
-    if no.len() != 5 || count.len() != 5 {
-        return None;
-    }
-    no.parse::<u32>().ok()?;
-    Some((prefix.to_string(), count.parse().ok()?))
-}
-
 /// Reads the headers of a GGUF file, or of every part of a split model (`-00001-of-00003.gguf`:
 /// all parts are read from the same folder and their tensors summed).
 pub fn load_gguf(path: &Path) -> anyhow::Result<ModelSpec> {
-    let Some((prefix, count)) = split_parts(path) else {
+    let Some((prefix, _, count)) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(vram_core::gguf_model::split_part_name)
+    else {
         return load_gguf_single(path);
     };
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -226,49 +217,20 @@ pub fn load_paths(paths: &[std::path::PathBuf]) -> anyhow::Result<Loaded> {
     for s in &shards {
         headers.push(read_safetensors_header(s)?);
     }
-    let mut count = if headers.is_empty() {
-        None
-    } else {
-        let bits = None;
-        Some(vram_core::checkpoint::count(&headers, bits))
-    };
-    if let Some((ip, idx)) = &index {
-        match &mut count {
-            Some(c) => {
-                c.index_total_size = idx.total_size;
-                let named = idx.files().len();
-                if headers.len() < named {
-                    anyhow::bail!(
-                        "{}: the index names {named} shard files, {} found beside it; give every shard (or only the index, for the weight bytes)",
-                        ip.display(),
-                        headers.len()
-                    );
-                }
-            }
-            None => count = Some(vram_core::checkpoint::from_index(idx)),
-        }
-    }
-    match (configs.first(), count) {
-        (Some(c), count) => {
-            let mut spec = load_config(c)?;
-            if let Some(mut cnt) = count {
-                if cnt.params > 0 {
-                    // the GPTQ/AWQ bit width the config declares
-                    let bits = spec
-                        .quantization_config
-                        .as_ref()
-                        .and_then(|q| q.get("bits"))
-                        .and_then(|b| b.as_u64());
-                    if bits.is_some_and(|b| b != 4) {
-                        cnt = vram_core::checkpoint::count(&headers, bits);
-                        if let Some((_, idx)) = &index {
-                            cnt.index_total_size = idx.total_size;
-                        }
-                    }
-                    vram_core::checkpoint::attach(&mut spec, cnt);
-                } else {
-                    spec.checkpoint = Some(Box::new(cnt));
-                }
+    // the config first: its GPTQ/AWQ bit width unpacks the headers' packed weights
+    let spec = configs.first().map(|c| load_config(c)).transpose()?;
+    let bits = spec.as_ref().and_then(vram_core::checkpoint::config_bits);
+    let count = vram_core::checkpoint::combine(&headers, index.as_ref().map(|(_, i)| i), bits)
+        .map_err(|e| {
+            let at = index
+                .as_ref()
+                .map_or(String::new(), |(p, _)| format!("{}: ", p.display()));
+            anyhow::anyhow!("{at}{e}")
+        })?;
+    match (spec, count) {
+        (Some(mut spec), count) => {
+            if let Some(c) = count {
+                vram_core::checkpoint::attach(&mut spec, c);
             }
             Ok(Loaded::Model(Box::new(spec)))
         }

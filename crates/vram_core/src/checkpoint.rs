@@ -147,6 +147,47 @@ pub fn from_index(index: &SafetensorsIndex) -> CheckpointCount {
     }
 }
 
+/// An index names more shard files than were given with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the index names {named} shard files, {given} given: give every shard (or only the index, for the weight bytes)")]
+pub struct MissingShards {
+    /// Shard files the index names.
+    pub named: u64,
+    /// Headers given.
+    pub given: u64,
+}
+
+/// The GPTQ/AWQ bit width a config declares (`quantization_config.bits`), for [`count`].
+pub fn config_bits(spec: &crate::ModelSpec) -> Option<u64> {
+    spec.quantization_config
+        .as_ref()
+        .and_then(|q| q.get("bits"))
+        .and_then(|b| b.as_u64())
+}
+
+/// What a checkpoint's headers and index say together, as the CLI and the page combine them: the
+/// headers' count (with the index's `total_size` recorded), else the index alone (its bytes), else
+/// nothing. Headers that are only some of the shards an index names are refused.
+pub fn combine(
+    headers: &[SafetensorsHeader],
+    index: Option<&SafetensorsIndex>,
+    bits: Option<u64>,
+) -> Result<Option<CheckpointCount>, MissingShards> {
+    if headers.is_empty() {
+        return Ok(index.map(from_index));
+    }
+    if let Some(idx) = index {
+        let named = idx.files().len() as u64;
+        let given = headers.len() as u64;
+        if given < named {
+            return Err(MissingShards { named, given });
+        }
+    }
+    let mut c = count(headers, bits);
+    c.index_total_size = index.and_then(|i| i.total_size);
+    Ok(Some(c))
+}
+
 /// The HF tensor name a packed checkpoint tensor stands for (`q_proj.qweight` → `q_proj.weight`).
 fn canonical(name: &str) -> String {
     if let Some(b) = name.strip_suffix(".qweight") {
@@ -159,10 +200,15 @@ fn canonical(name: &str) -> String {
 }
 
 /// Attaches the headers' count to `spec` and returns the disagreements with the config's reading
-/// (as warnings): the totals, and up to five tensor names each side has that the other lacks.
+/// (as warnings): the totals, and up to five tensor names each side has that the other lacks. A
+/// count without parameters (an index alone: weight bytes only) is attached as it is.
 pub fn attach(spec: &mut crate::ModelSpec, c: CheckpointCount) -> Vec<String> {
+    if c.params == 0 {
+        spec.checkpoint = Some(Box::new(c));
+        return Vec::new();
+    }
     let mut notes = Vec::new();
-    let config_total = crate::ParamCounts::count(spec).total;
+    let config_total = crate::ParamCounts::of(spec).total;
     if c.params > 0 && c.params != config_total {
         notes.push(format!(
             "parameters: the safetensors headers hold {}, the config.json reading gives {} ({:+}); the headers' count is used",

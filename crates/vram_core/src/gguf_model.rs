@@ -399,7 +399,7 @@ fn spec_from_header(h: &GgufHeader, file_name: &str) -> Result<ModelSpec, Config
     if let Some(w) = warning {
         spec.warnings.push(w);
     }
-    let params_from_config: u64 = crate::ParamCounts::count(&spec).total;
+    let params_from_config: u64 = crate::ParamCounts::of(&spec).total;
     if params_from_config != m.params {
         spec.warnings.push(format!(
             "parameters from the GGUF header: {} (the metadata's architecture reading gives {}); the header's count is used",
@@ -456,4 +456,20 @@ pub fn spec_from_gguf_parts(
         }
     }
     spec_from_header(&merged, file_name)
+}
+
+/// `NAME-00001-of-00003.gguf` → (`NAME`, part 1, 3 parts), as `llama-gguf-split` names the parts.
+pub fn split_part_name(file_name: &str) -> Option<(&str, u32, u32)> {
+    let stem = file_name
+        .len()
+        .checked_sub(5)
+        .and_then(|n| file_name.get(..n))
+        .filter(|_| file_name.to_ascii_lowercase().ends_with(".gguf"))?;
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (prefix, no) = rest.rsplit_once('-')?;
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(no) || !digits(count) || prefix.is_empty() {
+        return None;
+    }
+    Some((prefix, no.parse().ok()?, count.parse().ok()?))
 }
