@@ -192,25 +192,12 @@ fn llama_cpp_estimate(
     let per_token: u64 = m
         .layers
         .iter()
-        .map(|l| match l.cache {
-            llama_cpp::model::LayerCacheKind::Attention {
-                k_elements,
-                v_elements,
-                ..
-            } => r.type_k.row_bytes(k_elements) + r.type_v.row_bytes(v_elements),
-            _ => 0,
-        })
+        .map(|l| llama_cpp::cache::cell_bytes(&l.cache, r.type_k, r.type_v))
         .sum();
     let per_seq_state: u64 = m
         .layers
         .iter()
-        .map(|l| match l.cache {
-            llama_cpp::model::LayerCacheKind::Recurrent {
-                r_elements,
-                s_elements,
-            } => (r_elements + s_elements) * 4,
-            _ => 0,
-        })
+        .map(|l| llama_cpp::cache::state_bytes(&l.cache))
         .sum();
     let largest = e.devices.iter().max_by_key(|d| d.total_bytes).cloned();
     let (dev_w, dev_kv, dev_c) = largest.as_ref().map_or((0, 0, 0), |d| {

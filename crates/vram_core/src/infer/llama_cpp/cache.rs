@@ -183,6 +183,31 @@ pub fn cells(
     }
 }
 
+/// Bytes one cell of a layer's attention cache holds (its K row and V row); 0 for other layers.
+pub fn cell_bytes(kind: &LayerCacheKind, k: CacheType, v: CacheType) -> u64 {
+    match *kind {
+        LayerCacheKind::Attention {
+            k_elements,
+            v_elements,
+            ..
+        } => k
+            .row_bytes(k_elements)
+            .saturating_add(v.row_bytes(v_elements)),
+        _ => 0,
+    }
+}
+
+/// Bytes of one sequence's recurrent state in a layer (f32 `r` and `s`); 0 for other layers.
+pub fn state_bytes(kind: &LayerCacheKind) -> u64 {
+    match *kind {
+        LayerCacheKind::Recurrent {
+            r_elements,
+            s_elements,
+        } => r_elements.saturating_add(s_elements).saturating_mul(4),
+        _ => 0,
+    }
+}
+
 /// Bytes of one layer's cache (K, V) for the given cells.
 pub fn layer_bytes(
     kind: &LayerCacheKind,

@@ -7,7 +7,7 @@
 //! share fits the system RAM. On unified memory (Apple Silicon, APUs) the GPU share is capped by
 //! the GPU's working set and both shares come out of the same RAM.
 
-use super::{estimate, LlamaCppEstimate, Resolved};
+use super::{buffers, estimate, LlamaCppEstimate, Resolved};
 use crate::scenario::{LlamaCppInputs, Scenario};
 use crate::spec::ModelSpec;
 use serde::{Deserialize, Serialize};
@@ -69,7 +69,7 @@ pub fn max_gpu_layers(
             n_gpu_layers: Some(ngl),
             ..inputs.clone()
         };
-        fits(&estimate(r, &i, n_ctx, n_seq, ""), m)
+        fits(&buffers(r, &i, n_ctx, n_seq), m)
     })
 }
 
@@ -82,7 +82,7 @@ pub fn max_context(
     m: &Machine,
     ceiling: u64,
 ) -> Option<u64> {
-    let ok = |ctx: u64| fits(&estimate(r, inputs, ctx, n_seq, ""), m);
+    let ok = |ctx: u64| fits(&buffers(r, inputs, ctx, n_seq), m);
     let step = super::cache::CTX_PAD;
     let mut hi = (ceiling / step).max(1);
     if !ok(step) {
@@ -160,9 +160,9 @@ pub fn best_placement(
         cpu_moe: false,
         ..inputs.clone()
     };
-    let e = estimate(r, &all, n_ctx, n_seq, gguf_name);
-    if fits(&e, m) {
-        return (PlacementKind::Gpu, e, all);
+    let with_launch = |i: &LlamaCppInputs| estimate(r, i, n_ctx, n_seq, gguf_name);
+    if fits(&buffers(r, &all, n_ctx, n_seq), m) {
+        return (PlacementKind::Gpu, with_launch(&all), all);
     }
     if r.model.has_experts() {
         // the fewest leading layers with experts on the CPU
@@ -171,11 +171,10 @@ pub fn best_placement(
                 n_cpu_moe: n,
                 ..all.clone()
             };
-            let e = estimate(r, &i, n_ctx, n_seq, gguf_name);
-            fits(&e, m).then_some((e, i))
+            fits(&buffers(r, &i, n_ctx, n_seq), m).then_some(i)
         });
-        if let Some((e, i)) = found {
-            return (PlacementKind::ExpertsOnCpu, e, i);
+        if let Some(i) = found {
+            return (PlacementKind::ExpertsOnCpu, with_launch(&i), i);
         }
     }
     if let Some(ngl) = max_gpu_layers(r, &all, n_ctx, n_seq, m) {
@@ -183,10 +182,9 @@ pub fn best_placement(
             n_gpu_layers: Some(ngl),
             ..all.clone()
         };
-        let e = estimate(r, &i, n_ctx, n_seq, gguf_name);
-        return (PlacementKind::Partial, e, i);
+        return (PlacementKind::Partial, with_launch(&i), i);
     }
-    (PlacementKind::None, e, all)
+    (PlacementKind::None, with_launch(&all), all)
 }
 
 /// GGUF types of the table, largest first.

@@ -249,15 +249,12 @@ pub fn effective(inputs: &LlamaCppInputs, n_ctx: u64, n_seq: u64) -> (LlamaCppIn
     }
     let mut i = inputs.clone();
     i.kv_unified = false;
-    if i.n_ubatch == LlamaCppInputs::default().n_ubatch {
-        i.n_batch = 512;
-    }
     i.n_batch = i.n_ubatch.max(1);
     (i, n_ctx.saturating_mul(n_seq.max(1)))
 }
 
 /// The estimate for context `n_ctx` (all sequences; `num_ctx` per sequence with the ollama
-/// profile) and `n_seq` sequences.
+/// profile) and `n_seq` sequences, with its launch lines naming the model file `gguf_name`.
 pub fn estimate(
     r: &Resolved,
     inputs: &LlamaCppInputs,
@@ -265,6 +262,13 @@ pub fn estimate(
     n_seq: u64,
     gguf_name: &str,
 ) -> LlamaCppEstimate {
+    let est = buffers(r, inputs, n_ctx, n_seq);
+    let launch = launch::lines(&est, inputs, gguf_name, effective(inputs, n_ctx, n_seq).1);
+    LlamaCppEstimate { launch, ..est }
+}
+
+/// [`estimate`] without the launch lines (empty): what the solvers compare with a machine.
+pub fn buffers(r: &Resolved, inputs: &LlamaCppInputs, n_ctx: u64, n_seq: u64) -> LlamaCppEstimate {
     let (inputs, n_ctx) = &effective(inputs, n_ctx, n_seq);
     let n_ctx = *n_ctx;
     let m = &r.model;
@@ -338,16 +342,12 @@ pub fn estimate(
         op_offload: true,
     };
     // K and V of one layer in one stream: what an offloaded attention op of a CPU layer copies.
-    let kv_rows = |l: &model::LlamaLayer| match l.cache {
-        model::LayerCacheKind::Attention {
-            k_elements,
-            v_elements,
-            swa,
-        } => {
-            let n_kv = if swa { cells.n_kv_swa } else { cells.n_kv };
-            (r.type_k.row_bytes(k_elements) + r.type_v.row_bytes(v_elements)).saturating_mul(n_kv)
-        }
-        _ => 0,
+    let kv_rows = |l: &model::LlamaLayer| {
+        let n_kv = match l.cache {
+            model::LayerCacheKind::Attention { swa: true, .. } => cells.n_kv_swa,
+            _ => cells.n_kv,
+        };
+        cache::cell_bytes(&l.cache, r.type_k, r.type_v).saturating_mul(n_kv)
     };
     let cb = compute::buffers(m, &p, &cells, &g, n_gpus, kv_rows);
     let output_bytes = cells.n_seq.saturating_mul(m.n_vocab).saturating_mul(4);
@@ -398,6 +398,5 @@ pub fn estimate(
         devices,
         launch: launch::Launch::default(),
     };
-    let launch = launch::lines(&est, inputs, gguf_name, n_ctx);
-    LlamaCppEstimate { launch, ..est }
+    est
 }

@@ -170,10 +170,6 @@ impl LlamaModel {
         if let Some(b) = tied_output_bytes {
             output_bytes += pad(b, DEVICE_TENSOR_ALIGNMENT);
         }
-        for l in &mut layers {
-            // nothing else to derive; kept for symmetry with the header builder
-            let _ = l;
-        }
         LlamaModel {
             source,
             n_embd,
