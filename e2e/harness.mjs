@@ -139,3 +139,54 @@ export async function run() {
   console.log(`e2e: ${passed} passed, ${failed} failed`);
   return failed === 0 && passed > 0;
 }
+
+/** The serious and critical axe-core violations on the page, one line each (empty when none). */
+export async function axeSerious(page) {
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0]?.target}`);
+  });
+}
+
+/**
+ * Before the page loads: records every byte range it reads from a Blob/File (`slice`, whole-blob
+ * reads, FileReader), when a file input changes, and when `[data-testid=testid]` first has
+ * `dataset[key] === expected`. Read back with {@link readLog}.
+ */
+export async function recordReads(page, testid, key, expected) {
+  await page.addInitScript(([testid, key, expected]) => {
+    window.__reads = [];
+    const slice = Blob.prototype.slice;
+    Blob.prototype.slice = function (...a) {
+      const b = slice.apply(this, a);
+      window.__reads.push({ op: 'slice', start: a[0] ?? 0, end: a[1] ?? this.size, size: b.size, of: this.size });
+      return b;
+    };
+    for (const op of ['arrayBuffer', 'text', 'stream', 'bytes']) {
+      const f = Blob.prototype[op];
+      if (!f) continue;
+      Blob.prototype[op] = function (...a) {
+        window.__reads.push({ op, start: 0, end: this.size, size: this.size, of: this.size });
+        return f.apply(this, a);
+      };
+    }
+    const fr = FileReader.prototype.readAsArrayBuffer;
+    FileReader.prototype.readAsArrayBuffer = function (b) {
+      window.__reads.push({ op: 'FileReader', start: 0, end: b.size, size: b.size, of: b.size });
+      return fr.call(this, b);
+    };
+    document.addEventListener('change', () => { window.__changedAt = performance.now(); }, true);
+    new MutationObserver(() => {
+      const v = document.querySelector(`[data-testid="${testid}"]`);
+      if (v && v.dataset[key] === expected && window.__shownAt === undefined) window.__shownAt = performance.now();
+    }).observe(document, { subtree: true, childList: true, attributes: true });
+  }, [testid, key, expected]);
+}
+
+/** What {@link recordReads} recorded: `{ changedAt, shownAt, reads }`. */
+export async function readLog(page) {
+  return page.evaluate(() => ({ changedAt: window.__changedAt, shownAt: window.__shownAt, reads: window.__reads }));
+}

@@ -4,11 +4,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { test, assert, assertEq, openApp, waitFor, waitForTotal, shownTotal, presetBytes } from '../harness.mjs';
+import { test, assert, assertEq, openApp, waitFor, waitForTotal, shownTotal, presetBytes, axeSerious, recordReads, readLog } from '../harness.mjs';
 import { cliJson } from '../cli.mjs';
 
-const require = createRequire(import.meta.url);
 const LLAMA_1B = 'meta-llama__Llama-3.2-1B-Instruct';
 const LLAMA_1B_PARAMS = '1235814400';
 
@@ -65,37 +63,6 @@ function writeLlama1bFolder() {
   return { dir, config, weights, ...st };
 }
 
-/** Records every byte range the page reads from a Blob/File, and when the total appears. */
-async function recordReads(page, expected) {
-  await page.addInitScript((expected) => {
-    window.__reads = [];
-    const slice = Blob.prototype.slice;
-    Blob.prototype.slice = function (...a) {
-      const b = slice.apply(this, a);
-      window.__reads.push({ op: 'slice', start: a[0] ?? 0, end: a[1] ?? this.size, size: b.size, of: this.size });
-      return b;
-    };
-    for (const op of ['arrayBuffer', 'text', 'stream', 'bytes']) {
-      const f = Blob.prototype[op];
-      if (!f) continue;
-      Blob.prototype[op] = function (...a) {
-        window.__reads.push({ op, start: 0, end: this.size, size: this.size, of: this.size });
-        return f.apply(this, a);
-      };
-    }
-    const fr = FileReader.prototype.readAsArrayBuffer;
-    FileReader.prototype.readAsArrayBuffer = function (b) {
-      window.__reads.push({ op: 'FileReader', start: 0, end: b.size, size: b.size, of: b.size });
-      return fr.call(this, b);
-    };
-    document.addEventListener('change', () => { window.__changedAt = performance.now(); }, true);
-    new MutationObserver(() => {
-      const v = document.querySelector('[data-testid="total-params"]');
-      if (v && v.dataset.raw === expected && window.__shownAt === undefined) window.__shownAt = performance.now();
-    }).observe(document, { subtree: true, childList: true, attributes: true });
-  }, expected);
-}
-
 async function loadPreset(page, id) {
   await page.selectOption('[data-testid="preset-select"]', id);
   await waitFor(page, () => !!document.querySelector('[data-testid="total-params"]'), null, 'the preset');
@@ -110,11 +77,11 @@ test('checkpoint: config.json + a sparse 2.47 GB model.safetensors count 1,235,8
     const cli = cliJson(['estimate', f.dir, '--json']);
     assertEq(String(cli.parameters.total), LLAMA_1B_PARAMS, 'vram estimate FOLDER parameters.total');
     assertEq(cli.model.support, 'header', 'the CLI counted from the header');
-    await recordReads(page, String(cli.parameters.total));
+    await recordReads(page, 'total-params', 'raw', String(cli.parameters.total));
     await openApp(page);
     await page.setInputFiles('[data-testid="file-input"]', [f.config, f.weights]);
     await waitForTotal(page, String(cli.parameters.total));
-    const { changedAt, shownAt, reads } = await page.evaluate(() => ({ changedAt: window.__changedAt, shownAt: window.__shownAt, reads: window.__reads }));
+    const { changedAt, shownAt, reads } = await readLog(page);
     const ms = shownAt - changedAt;
     assert(ms < 1000, `total shown ${ms.toFixed(0)} ms after the files were chosen (limit 1000)`);
     assertEq(await page.textContent('[data-testid="total-params"]'), '1,235,814,400', 'shown total');
@@ -251,13 +218,6 @@ test('checkpoint: a header length past the end of the file is refused naming the
   }
 });
 
-async function axe(page) {
-  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
-  return page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0]?.target}`);
-  });
-}
 
 for (const [width, scheme] of [[1440, 'light'], [390, 'dark']]) {
   test(`checkpoint: axe-core finds no serious violations with the checkpoint card at ${width} px, ${scheme}`, async ({ browser }) => {
@@ -271,7 +231,7 @@ for (const [width, scheme] of [[1440, 'light'], [390, 'dark']]) {
       await loadPreset(page, LLAMA_1B);
       await page.setInputFiles('[data-testid="file-input"]', file);
       await waitFor(page, () => !!document.querySelector('[data-testid="checkpoint-card"]'), null, 'the checkpoint card');
-      const bad = await axe(page);
+      const bad = await axeSerious(page);
       assertEq(bad.join(' | '), '', 'serious/critical violations');
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert(overflow <= 0, `no horizontal page scroll at ${width} px (overflow ${overflow})`);

@@ -3,12 +3,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { test, assert, assertEq, openApp, waitFor } from '../harness.mjs';
+import { test, assert, assertEq, openApp, waitFor, axeSerious, recordReads, readLog } from '../harness.mjs';
 import { cliJson, presetPath } from '../cli.mjs';
 import { writeLlama8bQ4km, writeLlama8bQ4kmSplit } from '../gguf_writer.mjs';
 
-const require = createRequire(import.meta.url);
 const LLAMA = 'meta-llama__Llama-3.1-8B';
 const QWEN_MOE = 'Qwen__Qwen3-30B-A3B';
 
@@ -124,38 +122,11 @@ test('local: a multi-GB GGUF file is read header-only and matches vram estimate 
     const g = writeLlama8bQ4km(file);
     const cliDoc = cliJson(['estimate', file, '--infer', '--engine', 'llama.cpp', '--json']);
     const cli = cliDoc.infer.llama_cpp;
-    // Records every byte range the page reads from a Blob/File, and when the figures appear.
-    await page.addInitScript((expected) => {
-      window.__reads = [];
-      const slice = Blob.prototype.slice;
-      Blob.prototype.slice = function (...a) {
-        const b = slice.apply(this, a);
-        window.__reads.push({ op: 'slice', start: a[0] ?? 0, end: a[1] ?? this.size, size: b.size });
-        return b;
-      };
-      for (const op of ['arrayBuffer', 'text', 'stream', 'bytes']) {
-        const f = Blob.prototype[op];
-        if (!f) continue;
-        Blob.prototype[op] = function (...a) {
-          window.__reads.push({ op, start: 0, end: this.size, size: this.size });
-          return f.apply(this, a);
-        };
-      }
-      const fr = FileReader.prototype.readAsArrayBuffer;
-      FileReader.prototype.readAsArrayBuffer = function (b) {
-        window.__reads.push({ op: 'FileReader', start: 0, end: b.size, size: b.size });
-        return fr.call(this, b);
-      };
-      document.addEventListener('change', () => { window.__changedAt = performance.now(); }, true);
-      new MutationObserver(() => {
-        const v = document.querySelector('[data-testid="local-verdict"]');
-        if (v && v.dataset.gpuBytes === expected && window.__shownAt === undefined) window.__shownAt = performance.now();
-      }).observe(document, { subtree: true, childList: true, attributes: true });
-    }, String(cli.gpu_total_bytes));
+    await recordReads(page, 'local-verdict', 'gpuBytes', String(cli.gpu_total_bytes));
     await openApp(page);
     await page.setInputFiles('[data-testid="file-input"]', file);
     await waitAttr(page, 'local-verdict', 'data-gpu-bytes', cli.gpu_total_bytes);
-    const { changedAt, shownAt, reads } = await page.evaluate(() => ({ changedAt: window.__changedAt, shownAt: window.__shownAt, reads: window.__reads }));
+    const { changedAt, shownAt, reads } = await readLog(page);
     const ms = shownAt - changedAt;
     assert(ms < 1000, `figures shown ${ms.toFixed(0)} ms after the file was chosen (limit 1000)`);
     const largest = Math.max(...reads.map((r) => r.size));
@@ -292,13 +263,6 @@ test('local: split proportions 3,1 on two GPUs equal vram estimate --tensor-spli
   assertEq(await page.$('[data-testid="error-llama_tensor_split"]'), null, 'error cleared');
 });
 
-async function axe(page) {
-  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
-  return page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0]?.target}`);
-  });
-}
 
 for (const [width, scheme] of [[1440, 'light'], [390, 'dark']]) {
   test(`local: axe-core finds no serious violations at ${width} px, ${scheme}`, async ({ browser }) => {
@@ -307,7 +271,7 @@ for (const [width, scheme] of [[1440, 'light'], [390, 'dark']]) {
     try {
       await openLocal(page);
       await waitFor(page, () => document.querySelectorAll('[data-testid="fit-row"]').length > 0, null, 'the fit table');
-      const bad = await axe(page);
+      const bad = await axeSerious(page);
       assertEq(bad.join(' | '), '', 'serious/critical violations');
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert(overflow <= 0, `no horizontal page scroll at ${width} px (overflow ${overflow})`);

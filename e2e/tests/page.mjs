@@ -3,11 +3,9 @@
 // see harness.mjs.)
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, BASE_URL } from '../harness.mjs';
+import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, BASE_URL, axeSerious } from '../harness.mjs';
 import { cliEstimate } from '../cli.mjs';
 
-const require = createRequire(import.meta.url);
 
 async function bytesOf(page, testid) {
   return page.evaluate((id) => document.querySelector(`[data-testid="${id}"]`)?.dataset.bytes ?? null, testid);
@@ -182,13 +180,6 @@ test('served under /sub/path/', async ({ page }) => {
   assertEq(outside.join(','), '', 'every request stays under /sub/path/');
 });
 
-async function axe(page) {
-  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
-  return page.evaluate(async () => {
-    const r = await window.axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.length} × ${v.nodes[0]?.target}`);
-  });
-}
 
 for (const [width, scheme] of [[1440, 'light'], [1440, 'dark'], [390, 'light'], [390, 'dark']]) {
   test(`axe-core: no serious violations at ${width} px, ${scheme}`, async ({ browser }) => {
@@ -198,7 +189,7 @@ for (const [width, scheme] of [[1440, 'light'], [1440, 'dark'], [390, 'light'], 
       await openApp(page);
       await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
       await waitFor(page, () => !!document.querySelector('[data-testid="infer-device"]'), null, 'results');
-      const bad = await axe(page);
+      const bad = await axeSerious(page);
       assertEq(bad.join(' | '), '', 'serious/critical violations');
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert(overflow <= 0, `no horizontal page scroll at ${width} px (overflow ${overflow})`);
