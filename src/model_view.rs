@@ -219,10 +219,10 @@ pub fn SupportBanner() -> impl IntoView {
                 };
                 let text = match lang {
                     Lang::En => format!(
-                        "Generic reading: counts not verified for model_type \"{mt}\". Every figure here rests on reading this config as a llama-style decoder (see the assumptions); drop the model's GGUF file for an exact count."
+                        "Generic reading: counts not verified for model_type \"{mt}\". Every figure here rests on reading this config as a llama-style decoder (see the assumptions); give the model's .safetensors files with this config, or its GGUF file, for an exact count."
                     ),
                     Lang::Zh => format!(
-                        "通用解读：model_type \"{mt}\" 的参数量未经验证。此处所有数字都按 llama 式解码器解读该配置（见所做的假设）；拖入该模型的 GGUF 文件可得到精确计数。"
+                        "通用解读：model_type \"{mt}\" 的参数量未经验证。此处所有数字都按 llama 式解码器解读该配置（见所做的假设）；连同该配置一起提供模型的 .safetensors 文件，或拖入其 GGUF 文件，即可得到精确计数。"
                     ),
                 };
                 view! {
