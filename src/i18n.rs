@@ -282,6 +282,9 @@ pub struct Strings {
     pub active: &'static str,
     /// Published count line.
     pub published: &'static str,
+    /// Label of a preset's reference count when it is transformers' own (only a rounded figure is
+    /// published).
+    pub transformers_count: &'static str,
     /// Warnings heading.
     pub warnings: &'static str,
     /// Source label for files.
@@ -328,6 +331,7 @@ pub static EN: Strings = Strings {
     total: "Total",
     active: "Active per token",
     published: "Published count",
+    transformers_count: "transformers' own count",
     warnings: "Assumptions made",
     from_file: "file",
     from_preset: "preset",
@@ -370,6 +374,7 @@ pub static ZH: Strings = Strings {
     total: "总计",
     active: "每 token 激活",
     published: "官方公布",
+    transformers_count: "transformers 实际构建的参数量",
     warnings: "所做的假设",
     from_file: "文件",
     from_preset: "预设",

@@ -32,10 +32,12 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
         ModelSource::File(name) => format!("{} · {}", s.from_file, name),
         ModelSource::Pasted => s.from_paste.to_string(),
     };
+    // The count the preset is checked against: published, or transformers' own count of the
+    // model built from this config with the rounded published figure beside it.
     let published = match &m.source {
         ModelSource::Preset(id) => presets::find(id)
-            .map(|p| p.published_params)
-            .filter(|n| *n > 0),
+            .filter(|p| p.published_params > 0)
+            .map(|p| (p.published_params, p.published_rounded)),
         _ => None,
     };
     let heads = if sum.num_attention_heads == 0 {
@@ -174,12 +176,17 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
                             }
                         })}
                     {published
-                        .map(|n| {
+                        .map(|(n, rounded)| {
+                            let (label, note) = if rounded.is_empty() {
+                                (s.published, String::new())
+                            } else {
+                                (s.transformers_count, format!("{}: {rounded}", s.published))
+                            };
                             view! {
                                 <tr data-testid="published-params">
-                                    <th scope="row">{s.published}</th>
+                                    <th scope="row">{label}</th>
                                     <td class="num">{group_thousands(n)}</td>
-                                    <td class="num"></td>
+                                    <td class="published-note">{note}</td>
                                 </tr>
                             }
                         })}

@@ -188,15 +188,53 @@ pub fn combine(
     Ok(Some(c))
 }
 
-/// The HF tensor name a packed checkpoint tensor stands for (`q_proj.qweight` → `q_proj.weight`).
-fn canonical(name: &str) -> String {
-    if let Some(b) = name.strip_suffix(".qweight") {
-        return format!("{b}.weight");
+/// The name in `transformers` 5's module tree that a checkpoint tensor stands for: a packed
+/// tensor's (`q_proj.qweight` → `q_proj.weight`), and the renames `transformers` applies on load
+/// (`conversion_mapping.py`): one tensor per expert fused into `experts.gate_up_proj` /
+/// `experts.down_proj` (Mixtral's `block_sparse_moe.experts.N.w1/w3/w2` and `gate` included),
+/// GPT-NeoX's `embed_out` → `lm_head`, and llava's `language_model.model.` /
+/// `vision_tower.vision_model.` / `multi_modal_projector.` prefixes under `model.`.
+pub(crate) fn canonical(name: &str) -> String {
+    let name = if let Some(b) = name.strip_suffix(".qweight") {
+        format!("{b}.weight")
+    } else if let Some(b) = name.strip_suffix("_blocks") {
+        b.to_string()
+    } else {
+        name.to_string()
+    };
+    if name == "embed_out.weight" {
+        return "lm_head.weight".into();
     }
-    if let Some(b) = name.strip_suffix("_blocks") {
-        return b.to_string();
+    let name = if let Some(rest) = name.strip_prefix("language_model.model.") {
+        format!("model.language_model.{rest}")
+    } else if let Some(rest) = name.strip_prefix("language_model.lm_head.") {
+        format!("lm_head.{rest}")
+    } else if let Some(rest) = name.strip_prefix("vision_tower.vision_model.") {
+        format!("model.vision_tower.{rest}")
+    } else if let Some(rest) = name.strip_prefix("multi_modal_projector.") {
+        format!("model.multi_modal_projector.{rest}")
+    } else {
+        name
+    };
+    let name = name.replace(".block_sparse_moe.", ".mlp.");
+    fuse_expert(&name).unwrap_or(name)
+}
+
+/// `….experts.7.gate_proj.weight` → `….experts.gate_up_proj` (and `up_proj`, `w1`, `w3`);
+/// `….experts.7.down_proj.weight` → `….experts.down_proj` (and `w2`).
+fn fuse_expert(name: &str) -> Option<String> {
+    let at = name.find(".experts.")?;
+    let (head, tail) = name.split_at(at + ".experts.".len());
+    let (index, rest) = tail.split_once('.')?;
+    if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
     }
-    name.to_string()
+    let fused = match rest {
+        "gate_proj.weight" | "up_proj.weight" | "w1.weight" | "w3.weight" => "gate_up_proj",
+        "down_proj.weight" | "w2.weight" => "down_proj",
+        _ => return None,
+    };
+    Some(format!("{head}{fused}"))
 }
 
 /// Attaches the headers' count to `spec` and returns the disagreements with the config's reading

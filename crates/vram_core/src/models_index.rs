@@ -12,7 +12,11 @@ use std::fmt::Write;
 /// Which resolver reads a `model_type` (`resolve::resolve_value`).
 fn resolver(model_type: &str) -> &'static str {
     match model_type {
-        "gpt2" | "opt" | "bloom" | "gpt_neox" | "bert" | "t5" | "mamba" => "classic (own layout)",
+        "gpt2" | "opt" | "bloom" | "gpt_neox" | "bert" | "t5" | "mamba" | "falcon_mamba" => {
+            "classic (own layout)"
+        }
+        "starcoder2" | "gpt_bigcode" | "gptj" | "codegen" | "openai-gpt" | "mpt" | "persimmon"
+        | "phi" | "stablelm" => "decoder with its own module names",
         "llava" | "gemma3" => "multimodal wrapper (vision tower + text decoder)",
         _ => "decoder (llama-style, per-architecture rules)",
     }
@@ -90,10 +94,12 @@ pub fn markdown() -> String {
          the exact tensor inventory (`model.support = \"modelled\"`); any other `model_type` is read \
          as a generic llama-style decoder with its assumptions listed (`\"generic\"`), or refused when \
          its keys describe a layout that reading cannot count; a GGUF file is counted from its own \
-         header (`\"header\"`).\n\n",
+         header (`\"header\"`). Each bundled config's tensor names and shapes are also checked \
+         one by one against the model `transformers` builds from it on the meta device \
+         (`crates/vram_core/tests/headers/`, written by `scripts/arch-header.py`).\n\n",
     );
     s.push_str("Each architecture is modelled for parameter counts, training (HF transformers), inference (HF transformers, vLLM, llama.cpp) and its KV cache.\n\n");
-    s.push_str("| model_type | resolver | bundled configs (computed = published parameters) | FFN | KV cache layers (first config) |\n");
+    s.push_str("| model_type | resolver | bundled configs (computed count, checked against) | FFN | KV cache layers (first config) |\n");
     s.push_str("|---|---|---|---|---|\n");
     for mt in crate::KNOWN_MODEL_TYPES {
         let mut configs = Vec::new();
@@ -106,13 +112,21 @@ pub fn markdown() -> String {
                 continue;
             }
             let total = crate::ParamCounts::of(&spec).total;
-            let check = if p.published_params == 0 {
+            let mut check = if p.published_params == 0 {
                 "no published count".to_string()
-            } else if p.published_params == total {
+            } else if p.published_params == total && p.published_rounded.is_empty() {
                 "exact".to_string()
+            } else if p.published_params == total {
+                format!(
+                    "exact vs transformers' own model; published: {}",
+                    p.published_rounded
+                )
             } else {
                 format!("published {}", group_thousands(p.published_params))
             };
+            if !p.origin.is_empty() {
+                let _ = write!(check, "; config {}", p.origin);
+            }
             configs.push(format!(
                 "[{}]({}) {} ({check})",
                 p.repo,

@@ -13,8 +13,16 @@ pub struct Preset {
     pub family: &'static str,
     /// The config text as published.
     pub json: &'static str,
-    /// Published parameter count (INDEX.tsv), where one exists.
+    /// The exact parameter count this config is checked against (INDEX.tsv): the published count,
+    /// or, where only a rounded figure is published, the count of the model `transformers` builds
+    /// from this config (`tests/headers/`).
     pub published_params: u64,
+    /// The rounded figure published for the model and where, when `published_params` is
+    /// `transformers`' exact count instead of a published one; empty when it is published.
+    pub published_rounded: &'static str,
+    /// How the config text was obtained when it is not a verbatim copy of the repository's
+    /// `config.json` (see presets/SOURCE.md); empty for a verbatim copy.
+    pub origin: &'static str,
 }
 
 impl Preset {
@@ -32,6 +40,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Cohere",
         json: include_str!("../presets/CohereForAI__aya-23-8B.json"),
         published_params: 8028033024,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "deepseek-ai__DeepSeek-V2-Lite",
@@ -39,6 +49,8 @@ pub const PRESETS: &[Preset] = &[
         family: "DeepSeek",
         json: include_str!("../presets/deepseek-ai__DeepSeek-V2-Lite.json"),
         published_params: 15706484224,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "deepseek-ai__DeepSeek-V3",
@@ -46,6 +58,8 @@ pub const PRESETS: &[Preset] = &[
         family: "DeepSeek",
         json: include_str!("../presets/deepseek-ai__DeepSeek-V3.json"),
         published_params: 671026419200,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "bigscience__bloom-560m",
@@ -53,6 +67,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Encoder & classic",
         json: include_str!("../presets/bigscience__bloom-560m.json"),
         published_params: 559214592,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "facebook__opt-125m",
@@ -60,6 +76,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Encoder & classic",
         json: include_str!("../presets/facebook__opt-125m.json"),
         published_params: 125239296,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "google-bert__bert-base-uncased",
@@ -67,6 +85,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Encoder & classic",
         json: include_str!("../presets/google-bert__bert-base-uncased.json"),
         published_params: 109482240,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "google-t5__t5-small",
@@ -74,6 +94,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Encoder & classic",
         json: include_str!("../presets/google-t5__t5-small.json"),
         published_params: 60506624,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "togethercomputer__RedPajama-INCITE-Chat-3B-v1",
@@ -81,6 +103,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Encoder & classic",
         json: include_str!("../presets/togethercomputer__RedPajama-INCITE-Chat-3B-v1.json"),
         published_params: 2775864320,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "google__gemma-2-2b",
@@ -88,6 +112,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Gemma",
         json: include_str!("../presets/google__gemma-2-2b.json"),
         published_params: 2614341888,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "google__gemma-2b",
@@ -95,6 +121,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Gemma",
         json: include_str!("../presets/google__gemma-2b.json"),
         published_params: 2506172416,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "google__gemma-3-1b-it",
@@ -102,6 +130,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Gemma",
         json: include_str!("../presets/google__gemma-3-1b-it.json"),
         published_params: 999885952,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "01-ai__Yi-1.5-34B",
@@ -109,6 +139,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/01-ai__Yi-1.5-34B.json"),
         published_params: 34388917248,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "HuggingFaceTB__SmolLM2-135M-Instruct",
@@ -116,6 +148,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/HuggingFaceTB__SmolLM2-135M-Instruct.json"),
         published_params: 134515008,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "meta-llama__Llama-2-70b-hf",
@@ -123,6 +157,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/meta-llama__Llama-2-70b-hf.json"),
         published_params: 68976648192,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "meta-llama__Llama-2-7b-hf",
@@ -130,6 +166,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/meta-llama__Llama-2-7b-hf.json"),
         published_params: 6738415616,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "meta-llama__Llama-3.1-405B",
@@ -137,6 +175,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/meta-llama__Llama-3.1-405B.json"),
         published_params: 405853388800,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "meta-llama__Llama-3.1-8B",
@@ -144,6 +184,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/meta-llama__Llama-3.1-8B.json"),
         published_params: 8030261248,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "meta-llama__Llama-3.2-1B-Instruct",
@@ -151,6 +193,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/meta-llama__Llama-3.2-1B-Instruct.json"),
         published_params: 1235814400,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "TinyLlama__TinyLlama-1.1B-Chat-v1.0",
@@ -158,6 +202,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Llama",
         json: include_str!("../presets/TinyLlama__TinyLlama-1.1B-Chat-v1.0.json"),
         published_params: 1100048384,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "mistralai__Mistral-7B-v0.3",
@@ -165,6 +211,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Mistral",
         json: include_str!("../presets/mistralai__Mistral-7B-v0.3.json"),
         published_params: 7248023552,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "mistralai__Mixtral-8x7B-v0.1",
@@ -172,6 +220,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Mistral",
         json: include_str!("../presets/mistralai__Mixtral-8x7B-v0.1.json"),
         published_params: 46702792704,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "llava-hf__llava-1.5-7b-hf",
@@ -179,6 +229,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Multimodal",
         json: include_str!("../presets/llava-hf__llava-1.5-7b-hf.json"),
         published_params: 7063427072,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "allenai__OLMo-2-1124-7B",
@@ -186,6 +238,8 @@ pub const PRESETS: &[Preset] = &[
         family: "OLMo",
         json: include_str!("../presets/allenai__OLMo-2-1124-7B.json"),
         published_params: 7298617344,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "openai-community__gpt2",
@@ -193,6 +247,8 @@ pub const PRESETS: &[Preset] = &[
         family: "OpenAI",
         json: include_str!("../presets/openai-community__gpt2.json"),
         published_params: 124439808,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "openai__gpt-oss-20b",
@@ -200,6 +256,8 @@ pub const PRESETS: &[Preset] = &[
         family: "OpenAI",
         json: include_str!("../presets/openai__gpt-oss-20b.json"),
         published_params: 20914757184,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "microsoft__Phi-3.5-mini-instruct",
@@ -207,6 +265,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Phi",
         json: include_str!("../presets/microsoft__Phi-3.5-mini-instruct.json"),
         published_params: 3821079552,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "microsoft__phi-4",
@@ -214,6 +274,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Phi",
         json: include_str!("../presets/microsoft__phi-4.json"),
         published_params: 14659507200,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen1.5-MoE-A2.7B",
@@ -221,6 +283,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen1.5-MoE-A2.7B.json"),
         published_params: 14315784192,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen2-0.5B-Instruct",
@@ -228,6 +292,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen2-0.5B-Instruct.json"),
         published_params: 494032768,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen2-72B",
@@ -235,6 +301,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen2-72B.json"),
         published_params: 72706203648,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen2.5-3B",
@@ -242,6 +310,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen2.5-3B.json"),
         published_params: 3085938688,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen2.5-7B",
@@ -249,6 +319,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen2.5-7B.json"),
         published_params: 7615616512,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen3-0.6B",
@@ -256,6 +328,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen3-0.6B.json"),
         published_params: 596049920,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen3-30B-A3B",
@@ -263,6 +337,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen3-30B-A3B.json"),
         published_params: 30532122624,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen3-32B",
@@ -270,6 +346,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen3-32B.json"),
         published_params: 32762123264,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "Qwen__Qwen3-8B",
@@ -277,6 +355,8 @@ pub const PRESETS: &[Preset] = &[
         family: "Qwen",
         json: include_str!("../presets/Qwen__Qwen3-8B.json"),
         published_params: 8190735360,
+        published_rounded: "",
+        origin: "",
     },
     Preset {
         id: "state-spaces__mamba-130m-hf",
@@ -284,6 +364,98 @@ pub const PRESETS: &[Preset] = &[
         family: "State-space",
         json: include_str!("../presets/state-spaces__mamba-130m-hf.json"),
         published_params: 129135360,
+        published_rounded: "",
+        origin: "",
+    },
+    Preset {
+        id: "bigcode__starcoder2-3b",
+        repo: "bigcode/starcoder2-3b",
+        family: "Code",
+        json: include_str!("../presets/bigcode__starcoder2-3b.json"),
+        published_params: 3030371328,
+        published_rounded: "3.03B (model listing)",
+        origin: "",
+    },
+    Preset {
+        id: "bigcode__gpt_bigcode-santacoder",
+        repo: "bigcode/gpt_bigcode-santacoder",
+        family: "Code",
+        json: include_str!("../presets/bigcode__gpt_bigcode-santacoder.json"),
+        published_params: 1124886528,
+        published_rounded: "1.1B (model name)",
+        origin: "",
+    },
+    Preset {
+        id: "Salesforce__codegen-350M-mono",
+        repo: "Salesforce/codegen-350M-mono",
+        family: "Code",
+        json: include_str!("../presets/Salesforce__codegen-350M-mono.json"),
+        published_params: 356712448,
+        published_rounded: "350M (model name)",
+        origin: "reconstructed: the published sizes, other keys CodeGenConfig defaults",
+    },
+    Preset {
+        id: "EleutherAI__gpt-j-6b",
+        repo: "EleutherAI/gpt-j-6b",
+        family: "Other decoders",
+        json: include_str!("../presets/EleutherAI__gpt-j-6b.json"),
+        published_params: 6050882784,
+        published_rounded: "6,053,381,344 (model card; 2,498,560 above the module tree)",
+        origin: "",
+    },
+    Preset {
+        id: "mosaicml__mpt-7b-instruct",
+        repo: "mosaicml/mpt-7b-instruct",
+        family: "Other decoders",
+        json: include_str!("../presets/mosaicml__mpt-7b-instruct.json"),
+        published_params: 6649286656,
+        published_rounded: "6.7B (mpt-7b, model listing)",
+        origin: "",
+    },
+    Preset {
+        id: "adept__persimmon-8b-base",
+        repo: "adept/persimmon-8b-base",
+        family: "Other decoders",
+        json: include_str!("../presets/adept__persimmon-8b-base.json"),
+        published_params: 9397175296,
+        published_rounded: "\"approximately 8 billion\" (transformers docs; 9.4B with the 262,144-row embedding and head)",
+        origin: "reconstructed from a third-party snapshot of the published config",
+    },
+    Preset {
+        id: "stabilityai__stablelm-2-1_6b",
+        repo: "stabilityai/stablelm-2-1_6b",
+        family: "Other decoders",
+        json: include_str!("../presets/stabilityai__stablelm-2-1_6b.json"),
+        published_params: 1644515328,
+        published_rounded: "1,644,417,024 (model card; 98,304 below the module tree)",
+        origin: "",
+    },
+    Preset {
+        id: "openai-community__openai-gpt",
+        repo: "openai-community/openai-gpt",
+        family: "OpenAI",
+        json: include_str!("../presets/openai-community__openai-gpt.json"),
+        published_params: 116534784,
+        published_rounded: "no figure in the GPT-1 paper; ≈117M is the figure commonly quoted",
+        origin: "reconstructed: a project copy of the published config with its 3 added keys removed and model_type restored",
+    },
+    Preset {
+        id: "microsoft__phi-2",
+        repo: "microsoft/phi-2",
+        family: "Phi",
+        json: include_str!("../presets/microsoft__phi-2.json"),
+        published_params: 2779683840,
+        published_rounded: "2.7B (model card)",
+        origin: "",
+    },
+    Preset {
+        id: "tiiuae__falcon-mamba-7b",
+        repo: "tiiuae/falcon-mamba-7b",
+        family: "State-space",
+        json: include_str!("../presets/tiiuae__falcon-mamba-7b.json"),
+        published_params: 7272665088,
+        published_rounded: "7.27B (model listing)",
+        origin: "",
     },
 ];
 

@@ -194,3 +194,46 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_mixtral_checkpoint_with_one_tensor_per_expert_agrees_with_the_fused_module_tree() {
+    // Mixtral-8x7B's published shards name each expert (`block_sparse_moe.experts.3.w1.weight`);
+    // transformers 5 fuses them on load into `mlp.experts.gate_up_proj` / `down_proj`.
+    let mut s = spec("mistralai__Mixtral-8x7B-v0.1");
+    let mut entries: Vec<(String, &str, Vec<u64>)> = Vec::new();
+    for (name, shape, _) in tensors(&s) {
+        let hub = name.replace(".mlp.", ".block_sparse_moe.");
+        if let Some(base) = hub.strip_suffix("experts.gate_up_proj") {
+            let (e, two_i, h) = (shape[0], shape[1], shape[2]);
+            for x in 0..e {
+                for w in ["w1", "w3"] {
+                    entries.push((
+                        format!("{base}experts.{x}.{w}.weight"),
+                        "BF16",
+                        vec![two_i / 2, h],
+                    ));
+                }
+            }
+        } else if let Some(base) = hub.strip_suffix("experts.down_proj") {
+            for x in 0..shape[0] {
+                entries.push((
+                    format!("{base}experts.{x}.w2.weight"),
+                    "BF16",
+                    vec![shape[1], shape[2]],
+                ));
+            }
+        } else {
+            entries.push((hub, "BF16", shape));
+        }
+    }
+    assert!(entries
+        .iter()
+        .any(|e| e.0 == "model.layers.31.block_sparse_moe.experts.7.w2.weight"));
+    let h = parse_header(&header(&entries)).unwrap();
+    let c = count(std::slice::from_ref(&h), None);
+    assert_eq!(c.params, 46_702_792_704);
+    assert!(
+        attach(&mut s, c).is_empty(),
+        "per-expert names map onto the fused tensors"
+    );
+}

@@ -70,8 +70,41 @@ impl Builder {
         }
     }
 
+    /// A `transformers.pytorch_utils.Conv1D(nf=out, nx=in)` (gpt2, openai-gpt): the weight is stored
+    /// `[in, out]`, the transpose of `nn.Linear`'s; the bias goes to [`Component::Bias`].
+    pub fn conv1d(
+        &mut self,
+        path: &str,
+        layer: Option<u32>,
+        component: Component,
+        in_f: u64,
+        out_f: u64,
+        bias: bool,
+    ) {
+        let shape = LinearShape {
+            in_features: in_f,
+            out_features: out_f,
+        };
+        self.push(
+            format!("{path}.weight"),
+            component,
+            layer,
+            vec![in_f, out_f],
+            Some(shape),
+        );
+        if bias {
+            self.push(
+                format!("{path}.bias"),
+                Component::Bias,
+                layer,
+                vec![out_f],
+                None,
+            );
+        }
+    }
+
     /// A plain (non-gated) MLP: `up` = Linear(hidden, inner), `down` = Linear(inner, hidden), both
-    /// with or without bias (gpt2's c_fc/c_proj, opt's fc1/fc2, bloom's and gpt-neox's dense_h_to_4h /
+    /// with or without bias (opt's fc1/fc2, bloom's and gpt-neox's dense_h_to_4h /
     /// dense_4h_to_h, bert's intermediate/output dense).
     pub fn plain_mlp(
         &mut self,

@@ -135,7 +135,7 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
         b.norm(&format!("{p}.ln_1"), l, Component::Norm, d.hidden, true);
-        b.linear(
+        b.conv1d(
             &format!("{p}.attn.c_attn"),
             l,
             Component::Attention,
@@ -143,7 +143,7 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             d.hidden.saturating_mul(3),
             true,
         );
-        b.linear(
+        b.conv1d(
             &format!("{p}.attn.c_proj"),
             l,
             Component::Attention,
@@ -152,12 +152,20 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.norm(&format!("{p}.ln_2"), l, Component::Norm, d.hidden, true);
-        b.plain_mlp(
+        b.conv1d(
             &format!("{p}.mlp.c_fc"),
-            &format!("{p}.mlp.c_proj"),
             l,
+            Component::Mlp,
             d.hidden,
             inner,
+            true,
+        );
+        b.conv1d(
+            &format!("{p}.mlp.c_proj"),
+            l,
+            Component::Mlp,
+            inner,
+            d.hidden,
             true,
         );
         layers.push(plain_layer(&d, inner));
@@ -489,7 +497,9 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     );
     if !tie {
         b.linear(
-            "embed_out",
+            // GPTNeoXForCausalLM's head is `embed_out` in checkpoints, `lm_head` in transformers 5's
+            // module tree (renamed on load; checkpoint::canonical maps it back).
+            "lm_head",
             None,
             Component::LmHead,
             d.hidden,
@@ -801,7 +811,9 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 
 /// Mamba (modeling_mamba.py `MambaMixer`): in_proj to 2·d_inner, depthwise conv, x_proj to
 /// dt_rank + 2·state, dt_proj, A_log, D, out_proj.
-pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+/// FalconMamba (modeling_falcon_mamba.py) has the same parameters: its extra RMS norms on the
+/// time step and on B/C carry no weight.
+pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
     let hidden = f.require_any(&["hidden_size", "d_model"], "the width of the model")?;
     let n_layers = f.layer_count(&["num_hidden_layers", "n_layer"], "the number of layers")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
@@ -911,7 +923,7 @@ pub(crate) fn mamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     };
     let act = f.str("hidden_act")?.unwrap_or("silu");
     Ok(spec(
-        "mamba",
+        model_type,
         ModelKind::StateSpace,
         &d,
         0,

@@ -109,6 +109,38 @@ fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
             fused_gate_up: true,
             ..base
         },
+        // Cohere2DecoderLayer (modeling_cohere2.py): cohere's parallel block and bias-free LayerNorm,
+        // o_proj biased like q/k/v when attention_bias, no q/k norms.
+        "cohere2" => Flavor {
+            layer_norms: &["input_layernorm"],
+            norm: NormKind::LayerNormNoBias,
+            tie_default: true,
+            ..base
+        },
+        // OlmoeAttention: RMSNorm q/k norms over the whole projections; o_proj biased with q/k/v.
+        "olmoe" => Flavor {
+            qk_norm: QkNorm::Full,
+            ..base
+        },
+        // GlmAttention / Glm4Attention: q/k/v biased (attention_bias defaults to true), o_proj never;
+        // GlmMLP fuses gate and up into gate_up_proj; Glm4DecoderLayer adds norms after attention
+        // and after the MLP.
+        "glm" | "glm4" => Flavor {
+            qkv_bias: f.bool("attention_bias")?.unwrap_or(true),
+            o_bias: false,
+            fused_gate_up: true,
+            layer_norms: if model_type == "glm4" {
+                &[
+                    "input_layernorm",
+                    "post_attention_layernorm",
+                    "post_self_attn_layernorm",
+                    "post_mlp_layernorm",
+                ]
+            } else {
+                TWO_NORMS
+            },
+            ..base
+        },
         // GptOssAttention: biases on q/k/v/o (attention_bias true) and one learned sink logit per head.
         "gpt_oss" => Flavor {
             qkv_bias: f.bool("attention_bias")?.unwrap_or(true),
@@ -693,6 +725,20 @@ fn sliding_windows(
                 })
                 .collect()
         }
+        // Cohere2: every `sliding_window_pattern`-th layer is global, the rest sliding (default 4,
+        // configuration_cohere2.py).
+        "cohere2" => {
+            let pattern = f.positive("sliding_window_pattern")?.unwrap_or(4) as usize;
+            (0..n)
+                .map(|i| {
+                    if (i + 1) % pattern != 0 {
+                        Some(w)
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        }
         // Qwen2/3: sliding only with use_sliding_window, and only for layers >= max_window_layers.
         "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" => {
             if f.bool("use_sliding_window")?.unwrap_or(false) {
@@ -841,7 +887,12 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
     };
     let e = num_experts;
     let i = expert_intermediate_size;
-    let mlp = format!("{p}.mlp");
+    // GraniteMoeDecoderLayer keeps its experts in `block_sparse_moe` with a `router`.
+    let (block, router) = match model_type {
+        "granitemoe" => ("block_sparse_moe", "router"),
+        _ => ("mlp", "gate"),
+    };
+    let mlp = format!("{p}.{block}");
     if model_type == "gpt_oss" {
         // GptOssExperts: gate_up_proj [E, H, 2I] + bias [E, 2I], down_proj [E, I, H] + bias [E, H];
         // GptOssTopKRouter: weight [E, H] + bias [E].
@@ -884,7 +935,7 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         return;
     }
     b.param(
-        &format!("{mlp}.gate.weight"),
+        &format!("{mlp}.{router}.weight"),
         Some(l),
         Component::Router,
         vec![e, hidden],

@@ -4,6 +4,7 @@
 mod builder;
 mod classic;
 mod decoder;
+mod named;
 mod vision;
 
 use crate::error::ConfigError;
@@ -40,6 +41,23 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "t5",
     "mamba",
     "llava",
+    "starcoder2",
+    "gpt_bigcode",
+    "gptj",
+    "codegen",
+    "openai-gpt",
+    "mpt",
+    "persimmon",
+    "phi",
+    "stablelm",
+    "falcon_mamba",
+    "granite",
+    "olmoe",
+    "cohere2",
+    "glm",
+    "glm4",
+    "granitemoe",
+    "dbrx",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
@@ -67,7 +85,16 @@ pub fn resolve_value(
         "gpt_neox" => classic::gpt_neox(fields)?,
         "bert" => classic::bert(fields)?,
         "t5" => classic::t5(fields)?,
-        "mamba" => classic::mamba(fields)?,
+        "mamba" | "falcon_mamba" => classic::mamba(fields, &model_type)?,
+        "starcoder2" => named::starcoder2(fields)?,
+        "gpt_bigcode" => named::gpt_bigcode(fields)?,
+        "gptj" | "codegen" => named::gptj_like(fields, &model_type)?,
+        "openai-gpt" => named::openai_gpt(fields)?,
+        "mpt" => named::mpt(fields)?,
+        "persimmon" => named::persimmon(fields)?,
+        "phi" => named::phi(fields)?,
+        "stablelm" => named::stablelm(fields)?,
+        "dbrx" => named::dbrx(fields)?,
         "llava" | "gemma3" => vision::multimodal(fields, &model_type)?,
         _ => decoder::decoder(fields, &model_type, false)?,
     };

@@ -76,7 +76,8 @@ fn clip_vision(
         .saturating_mul(patches_per_side)
         .saturating_add(1);
     let mut b = Builder::default();
-    let p = "model.vision_tower.vision_model";
+    // transformers 5.x builds the CLIP vision transformer directly as `vision_tower`.
+    let p = "model.vision_tower";
     b.param(
         &format!("{p}.embeddings.class_embedding"),
         None,
