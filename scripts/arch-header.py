@@ -52,6 +52,42 @@ def load_remote(remote_dir, raw):
     return config_cls, resolve(model_ref)
 
 
+def coerce(raw, field, to):
+    """Converts `field` (anywhere in the nested config) to the type named `to`; True if found."""
+    found = False
+    for key, value in list(raw.items()):
+        if key == field and not isinstance(value, dict):
+            raw[key] = {"bool": bool, "float": float, "int": int}[to](value)
+            found = True
+        elif isinstance(value, dict):
+            found = coerce(value, field, to) or found
+    return found
+
+
+def load_config(transformers, raw):
+    """AutoConfig of the raw config; values that transformers' strict dataclass validation refuses
+    although the published file has them (llama4's `attn_temperature_tuning: 4`, dbrx's
+    `moe_normalize_expert_weights: 1`) are coerced to the declared type, and listed."""
+    import re
+
+    raw = json.loads(json.dumps(raw))
+    coerced = []
+    for _ in range(8):
+        tmp = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(tmp, "config.json"), "w") as fh:
+                json.dump(raw, fh)
+            return transformers.AutoConfig.from_pretrained(tmp), coerced
+        except Exception as err:  # huggingface_hub's StrictDataclassFieldValidationError
+            m = re.search(r"field '(\w+)'.*?expected (bool|float|int)", str(err), re.S)
+            if not m or not coerce(raw, m.group(1), m.group(2)):
+                raise
+            coerced.append(f"{m.group(1)} -> {m.group(2)}")
+        finally:
+            shutil.rmtree(tmp)
+    raise RuntimeError("config does not validate")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
@@ -71,12 +107,7 @@ def main():
         config = config_cls(**kwargs)
         source = f"remote code {model_cls.__name__} ({os.path.basename(args.remote)})"
     else:
-        tmp = tempfile.mkdtemp()
-        try:
-            shutil.copy(args.config, os.path.join(tmp, "config.json"))
-            config = transformers.AutoConfig.from_pretrained(tmp)
-        finally:
-            shutil.rmtree(tmp)
+        config, coerced = load_config(transformers, raw)
         name = args.cls or (raw.get("architectures") or [None])[0]
         try:
             model_cls = getattr(transformers, name)
@@ -85,6 +116,8 @@ def main():
             auto = transformers.AutoModelForCausalLM
             model_cls = auto._model_mapping[type(config)]
         source = f"transformers {transformers.__version__} {model_cls.__name__}"
+        if coerced:
+            source += f" (config values its strict validation refuses were coerced: {', '.join(coerced)})"
 
     with torch.device("meta"):
         if hasattr(model_cls, "_from_config"):

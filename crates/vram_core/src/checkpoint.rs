@@ -256,8 +256,20 @@ pub fn attach(spec: &mut crate::ModelSpec, c: CheckpointCount) -> Vec<String> {
         ));
     }
     if !c.names.is_empty() {
-        let header: BTreeSet<String> = c.names.iter().map(|n| canonical(n)).collect();
         let config: BTreeSet<String> = spec.instances().map(|i| i.name().into_owned()).collect();
+        // a name the config's reading has is kept as it is (granitemoe's module tree still says
+        // `block_sparse_moe`); any other is mapped onto transformers 5's module tree
+        let header: BTreeSet<String> = c
+            .names
+            .iter()
+            .map(|n| {
+                if config.contains(n) {
+                    n.clone()
+                } else {
+                    canonical(n)
+                }
+            })
+            .collect();
         let only_header: Vec<&String> = header.difference(&config).take(5).collect();
         let only_config: Vec<&String> = config.difference(&header).take(5).collect();
         if !only_header.is_empty() {

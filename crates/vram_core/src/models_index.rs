@@ -16,8 +16,10 @@ fn resolver(model_type: &str) -> &'static str {
             "classic (own layout)"
         }
         "starcoder2" | "gpt_bigcode" | "gptj" | "codegen" | "openai-gpt" | "mpt" | "persimmon"
-        | "phi" | "stablelm" => "decoder with its own module names",
-        "llava" | "gemma3" => "multimodal wrapper (vision tower + text decoder)",
+        | "phi" | "stablelm" | "dbrx" => "decoder with its own module names",
+        "llava" | "gemma3" | "qwen2_vl" | "qwen2_5_vl" | "llama4" => {
+            "multimodal wrapper (vision tower + text decoder)"
+        }
         _ => "decoder (llama-style, per-architecture rules)",
     }
 }

@@ -33,10 +33,10 @@ fn every_bundled_preset_is_modelled() {
 
 #[test]
 fn an_unknown_model_type_is_a_generic_reading_with_its_assumptions() {
-    let text = format!(r#"{{"model_type": "starcoder2", {LLAMA_LIKE}}}"#);
+    let text = format!(r#"{{"model_type": "starcoder9", {LLAMA_LIKE}}}"#);
     assert_eq!(support(&text), "generic");
     let spec = parse_config(&text, None).unwrap();
-    assert!(spec.warnings[0].contains("unknown model_type \"starcoder2\""));
+    assert!(spec.warnings[0].contains("unknown model_type \"starcoder9\""));
     // full and sliding layers are still a llama-style layout
     let text = format!(
         r#"{{"model_type": "newmodel", "layer_types": ["full_attention", "sliding_attention", "full_attention", "sliding_attention"], {LLAMA_LIKE}}}"#

@@ -35,6 +35,8 @@ struct Flavor {
     norm: NormKind,
     tie_default: bool,
     sinks: bool,
+    /// The module holding each layer's MLP or MoE block (`mlp`; llama4: `feed_forward`).
+    mlp_block: &'static str,
 }
 
 const TWO_NORMS: &[&str] = &["input_layernorm", "post_attention_layernorm"];
@@ -59,6 +61,7 @@ fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
         norm: NormKind::RmsNorm,
         tie_default: false,
         sinks: false,
+        mlp_block: "mlp",
     };
     Ok(match model_type {
         // Qwen2Attention: q/k/v with bias, o_proj without (modeling_qwen2.py).
@@ -148,20 +151,37 @@ fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
             sinks: true,
             ..base
         },
+        // Llama4TextDecoderLayer: `feed_forward` (a routed MoE with a shared expert, or a dense
+        // MLP of intermediate_size_mlp); its q/k norm is a weightless L2 norm.
+        "llama4_text" => Flavor {
+            mlp_block: "feed_forward",
+            ..base
+        },
         _ => base,
     })
 }
 
-/// `LlamaConfig`'s class defaults, used only for nested `text_config` objects, which `transformers`
-/// serialises as a diff against those defaults (llava's text_config lists just 6 keys).
-fn llama_default(key: &str) -> Option<u64> {
-    Some(match key {
-        "vocab_size" => 32000,
-        "hidden_size" => 4096,
-        "intermediate_size" => 11008,
-        "num_hidden_layers" => 32,
-        "num_attention_heads" => 32,
-        "max_position_embeddings" => 2048,
+/// Class defaults of the text configs that multimodal wrappers nest, used only for nested
+/// `text_config` objects, which `transformers` serialises as a diff against those defaults (llava's
+/// text_config lists just 6 keys, gemma3's 5): `LlamaConfig` and `Gemma3TextConfig`.
+fn nested_default(text_type: &str, key: &str) -> Option<u64> {
+    Some(match (text_type, key) {
+        ("gemma3_text", "vocab_size") => 262_208,
+        ("gemma3_text", "hidden_size") => 2304,
+        ("gemma3_text", "intermediate_size") => 9216,
+        ("gemma3_text", "num_hidden_layers") => 26,
+        ("gemma3_text", "num_attention_heads") => 8,
+        ("gemma3_text", "num_key_value_heads") => 4,
+        ("gemma3_text", "head_dim") => 256,
+        ("gemma3_text", "max_position_embeddings") => 131_072,
+        ("gemma3_text", "sliding_window") => 4096,
+        ("gemma3_text", _) => return None,
+        (_, "vocab_size") => 32000,
+        (_, "hidden_size") => 4096,
+        (_, "intermediate_size") => 11008,
+        (_, "num_hidden_layers") => 32,
+        (_, "num_attention_heads") => 32,
+        (_, "max_position_embeddings") => 2048,
         _ => return None,
     })
 }
@@ -230,10 +250,10 @@ fn refuse_unreadable_layout(
     }
     if let Some(serde_json::Value::Array(types)) = f.value("layer_types") {
         if let Some(other) = types.iter().find(|t| {
-            !matches!(
+            !(matches!(
                 t.as_str(),
                 Some("full_attention" | "sliding_attention" | "attention")
-            )
+            ) || (model_type == "llama4_text" && t.as_str() == Some("chunked_attention")))
         }) {
             return Err(f.invalid(
                 "layer_types",
@@ -268,16 +288,21 @@ pub(crate) fn decoder(
              lm_head untied unless tie_word_embeddings is true)"
         ));
     }
-    let use_defaults = nested && matches!(model_type, "llama" | "");
+    let use_defaults = nested && matches!(model_type, "llama" | "" | "gemma3_text");
     let mut size = |keys: &[&str], why: &str| -> Result<u64, ConfigError> {
         if let Some(v) = f.positive_any(keys)? {
             return Ok(v);
         }
         if use_defaults {
-            if let Some(v) = keys.iter().find_map(|k| llama_default(k)) {
+            if let Some(v) = keys.iter().find_map(|k| nested_default(model_type, k)) {
                 warnings.push(format!(
-                    "{} absent: LlamaConfig default {v} assumed",
-                    keys[0]
+                    "{} absent: {} default {v} assumed",
+                    keys[0],
+                    if model_type == "gemma3_text" {
+                        "Gemma3TextConfig"
+                    } else {
+                        "LlamaConfig"
+                    }
                 ));
                 return Ok(v);
             }
@@ -302,18 +327,26 @@ pub(crate) fn decoder(
     )?;
     let max_pos = match f.positive_any(&["max_position_embeddings", "n_positions", "n_ctx"])? {
         Some(v) => v,
-        None if use_defaults => llama_default("max_position_embeddings").unwrap_or(0),
+        None if use_defaults => nested_default(model_type, "max_position_embeddings").unwrap_or(0),
         None => 0,
+    };
+    let nested_or = |key: &str| {
+        if use_defaults {
+            nested_default(model_type, key)
+        } else {
+            None
+        }
     };
     let kv_heads = f
         .positive_any(&["num_key_value_heads", "num_kv_heads", "n_head_kv"])?
+        .or(nested_or("num_key_value_heads"))
         .unwrap_or(heads);
     if heads % kv_heads != 0 {
         return Err(ConfigError::Inconsistent(format!(
             "num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})"
         )));
     }
-    let head_dim = match f.positive("head_dim")? {
+    let head_dim = match f.positive("head_dim")?.or(nested_or("head_dim")) {
         Some(d) => d,
         None if hidden % heads == 0 => hidden / heads,
         None => {
@@ -336,7 +369,7 @@ pub(crate) fn decoder(
     )?;
 
     let mla = read_mla(f)?;
-    let windows = sliding_windows(f, model_type, num_layers)?;
+    let windows = sliding_windows(f, model_type, num_layers, nested_or("sliding_window"))?;
     let moe = read_moe(f, model_type, intermediate)?;
 
     let mut b = Builder::default();
@@ -378,7 +411,7 @@ pub(crate) fn decoder(
                 let dense = moe.dense_intermediate.unwrap_or(intermediate);
                 mlp_tensors(
                     &mut b,
-                    &format!("{p}.mlp"),
+                    &format!("{p}.{}", fl.mlp_block),
                     l,
                     hidden,
                     dense,
@@ -689,9 +722,30 @@ fn sliding_windows(
     f: Fields<'_>,
     model_type: &str,
     num_layers: u64,
+    default_window: Option<u64>,
 ) -> Result<Vec<Option<u64>>, ConfigError> {
     let n = num_layers as usize;
-    let window = f.positive("sliding_window")?;
+    // Llama 4 (configuration_llama4.py): layers with RoPE attend within chunks of
+    // attention_chunk_size, and their cache holds one chunk, as a sliding window does; every
+    // no_rope_layer_interval-th layer (default 4) is global NoPE attention. `no_rope_layers`
+    // (1 = RoPE, 0 = NoPE) overrides the interval when non-empty.
+    if model_type == "llama4_text" {
+        let Some(chunk) = f.positive("attention_chunk_size")? else {
+            return Ok(vec![None; n]);
+        };
+        let interval = f.positive("no_rope_layer_interval")?.unwrap_or(4);
+        let listed = f.u64_list("no_rope_layers")?.filter(|l| !l.is_empty());
+        return Ok((0..n)
+            .map(|i| {
+                let rope = match &listed {
+                    Some(l) => l.get(i).copied().unwrap_or(1) != 0,
+                    None => !(i as u64 + 1).is_multiple_of(interval),
+                };
+                rope.then_some(chunk)
+            })
+            .collect());
+    }
+    let window = f.positive("sliding_window")?.or(default_window);
     if let Some(types) = f.str_list("layer_types")? {
         if types.len() as u64 != num_layers {
             return Err(ConfigError::Inconsistent(format!(
@@ -854,6 +908,20 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
                 .collect();
             (shared, moe)
         }
+        // Llama4TextConfig: moe_layers, default every interleave_moe_layer_step-th layer; one shared
+        // expert of intermediate_size; dense layers use intermediate_size_mlp.
+        "llama4_text" => {
+            let step = f.positive("interleave_moe_layer_step")?.unwrap_or(1);
+            let listed = f.u64_list("moe_layers")?;
+            let moe = (0..num_layers as u64)
+                .map(|i| match &listed {
+                    Some(l) => l.contains(&i),
+                    None => (i + 1).is_multiple_of(step),
+                })
+                .collect();
+            layout.dense_intermediate = Some(f.positive("intermediate_size_mlp")?.unwrap_or(16384));
+            (intermediate, moe)
+        }
         "gpt_oss" => {
             layout.router_bias = true;
             (0, vec![true; num_layers])
@@ -863,7 +931,9 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
             vec![true; num_layers],
         ),
     };
-    layout.dense_intermediate = Some(intermediate);
+    if layout.dense_intermediate.is_none() {
+        layout.dense_intermediate = Some(intermediate);
+    }
     layout.is_moe = is_moe;
     layout.ffn = Some(FfnSpec::Moe {
         num_experts,
@@ -890,6 +960,7 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
     // GraniteMoeDecoderLayer keeps its experts in `block_sparse_moe` with a `router`.
     let (block, router) = match model_type {
         "granitemoe" => ("block_sparse_moe", "router"),
+        "llama4_text" => ("feed_forward", "router"),
         _ => ("mlp", "gate"),
     };
     let mlp = format!("{p}.{block}");
@@ -956,20 +1027,27 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
             vec![e],
         );
     }
+    // Llama4TextExperts stores [E, H, 2I] and [E, I, H] (as gpt-oss does); the others [E, 2I, H]
+    // and [E, H, I].
+    let (gate_up, down) = if model_type == "llama4_text" {
+        (vec![e, hidden, i.saturating_mul(2)], vec![e, i, hidden])
+    } else {
+        (vec![e, i.saturating_mul(2), hidden], vec![e, hidden, i])
+    };
     b.param(
         &format!("{mlp}.experts.gate_up_proj"),
         Some(l),
         Component::Experts,
-        vec![e, i.saturating_mul(2), hidden],
+        gate_up,
     );
     b.param(
         &format!("{mlp}.experts.down_proj"),
         Some(l),
         Component::Experts,
-        vec![e, hidden, i],
+        down,
     );
     if shared_intermediate_size > 0 {
-        let name = if model_type.starts_with("qwen") {
+        let name = if model_type.starts_with("qwen") || model_type == "llama4_text" {
             "shared_expert"
         } else {
             "shared_experts"

@@ -58,6 +58,10 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "glm4",
     "granitemoe",
     "dbrx",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "llama4",
+    "llama4_text",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
@@ -96,6 +100,8 @@ pub fn resolve_value(
         "stablelm" => named::stablelm(fields)?,
         "dbrx" => named::dbrx(fields)?,
         "llava" | "gemma3" => vision::multimodal(fields, &model_type)?,
+        "qwen2_vl" | "qwen2_5_vl" => vision::qwen_vl(fields, &model_type)?,
+        "llama4" => vision::llama4(fields)?,
         _ => decoder::decoder(fields, &model_type, false)?,
     };
     spec.name = fields

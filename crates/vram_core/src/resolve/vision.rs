@@ -39,6 +39,7 @@ pub(crate) fn multimodal(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, C
     let vision = f.object("vision_config")?;
     match (model_type, vision) {
         ("llava", Some(v)) => clip_vision(&mut spec, Fields::new(v, "vision_config."), f)?,
+        ("gemma3", Some(v)) => gemma3_vision(&mut spec, Fields::new(v, "vision_config."))?,
         (_, Some(v)) => {
             let kind = v
                 .get("model_type")
@@ -206,4 +207,422 @@ fn clip_vision(
         patch_size: patch,
     });
     Ok(())
+}
+
+/// Pre-norm ViT encoder layers as CLIP and SigLIP build them (`encoder.layers.N`): `layer_norm1`,
+/// q/k/v/out projections with bias, `layer_norm2`, `mlp.fc1`/`fc2` with bias. Tower tensors carry
+/// no decoder layer (`layer: None`), so no per-layer rule of the text model touches them.
+fn vit_layers(b: &mut Builder, p: &str, hidden: u64, inner: u64, layers: u64) {
+    for i in 0..layers {
+        let l = format!("{p}.encoder.layers.{i}");
+        b.norm(
+            &format!("{l}.layer_norm1"),
+            None,
+            Component::Vision,
+            hidden,
+            true,
+        );
+        for proj in ["k_proj", "v_proj", "q_proj", "out_proj"] {
+            let path = format!("{l}.self_attn.{proj}");
+            b.linear(&path, None, Component::Vision, hidden, hidden, true);
+        }
+        b.norm(
+            &format!("{l}.layer_norm2"),
+            None,
+            Component::Vision,
+            hidden,
+            true,
+        );
+        b.linear(
+            &format!("{l}.mlp.fc1"),
+            None,
+            Component::Vision,
+            hidden,
+            inner,
+            true,
+        );
+        b.linear(
+            &format!("{l}.mlp.fc2"),
+            None,
+            Component::Vision,
+            inner,
+            hidden,
+            true,
+        );
+    }
+}
+
+/// Gemma 3's SigLIP tower (modeling_siglip.py `SiglipVisionTransformer` without its pooling head,
+/// `vision_use_head: false`): patch conv with bias, one position row per patch (no class token),
+/// the encoder layers, `post_layernorm`; then `Gemma3MultiModalProjector`'s
+/// `mm_input_projection_weight [vision, text]` and `mm_soft_emb_norm` (RMSNorm over the vision
+/// width). SiglipVisionConfig defaults for absent keys.
+fn gemma3_vision(spec: &mut ModelSpec, v: Fields<'_>) -> Result<(), ConfigError> {
+    let hidden = v.positive("hidden_size")?.unwrap_or(768);
+    let layers = v.positive("num_hidden_layers")?.unwrap_or(12);
+    let heads = v.positive("num_attention_heads")?.unwrap_or(12);
+    let inner = v.positive("intermediate_size")?.unwrap_or(3072);
+    let image = v.positive("image_size")?.unwrap_or(224);
+    let patch = v.positive("patch_size")?.unwrap_or(16);
+    let channels = v.positive("num_channels")?.unwrap_or(3);
+    if v.bool("vision_use_head")?.unwrap_or(true) {
+        return Err(v.invalid(
+            "vision_use_head",
+            "false (Gemma 3's SigLIP tower has no pooling head)",
+            &serde_json::Value::Bool(true),
+        ));
+    }
+    let side = image / patch;
+    let mut b = Builder::default();
+    let p = "model.vision_tower";
+    b.param(
+        &format!("{p}.embeddings.patch_embedding.weight"),
+        None,
+        Component::Vision,
+        vec![hidden, channels, patch, patch],
+    );
+    b.param(
+        &format!("{p}.embeddings.patch_embedding.bias"),
+        None,
+        Component::Vision,
+        vec![hidden],
+    );
+    b.param(
+        &format!("{p}.embeddings.position_embedding.weight"),
+        None,
+        Component::Vision,
+        vec![side.saturating_mul(side), hidden],
+    );
+    vit_layers(&mut b, p, hidden, inner, layers);
+    b.norm(
+        &format!("{p}.post_layernorm"),
+        None,
+        Component::Vision,
+        hidden,
+        true,
+    );
+    for t in &mut b.tensors {
+        t.component = Component::Vision;
+    }
+    let text_hidden = spec.hidden_size;
+    b.param(
+        "model.multi_modal_projector.mm_input_projection_weight",
+        None,
+        Component::Projector,
+        vec![hidden, text_hidden],
+    );
+    b.norm(
+        "model.multi_modal_projector.mm_soft_emb_norm",
+        None,
+        Component::Projector,
+        hidden,
+        false,
+    );
+    spec.tensors.extend(b.tensors);
+    spec.vision = Some(VisionSpec {
+        hidden_size: hidden,
+        num_layers: layers,
+        num_heads: heads,
+        intermediate_size: inner,
+        image_size: image,
+        patch_size: patch,
+    });
+    Ok(())
+}
+
+/// Qwen2-VL and Qwen2.5-VL (modeling_qwen2_vl.py, modeling_qwen2_5_vl.py): a Qwen2 language model
+/// (under `text_config`, or at the top level in the configs published before transformers 4.5x),
+/// its modules under `model.language_model`, and the vision transformer `model.visual`: a 3-D patch
+/// conv without bias `[embed, channels, temporal_patch, patch, patch]`, `depth` blocks (fused `qkv`
+/// and `proj` with bias; Qwen2-VL: LayerNorm `norm1`/`norm2` and an fc1/fc2 MLP of
+/// `mlp_ratio` × embed; Qwen2.5-VL: RMSNorms and a gated MLP with bias of `intermediate_size`),
+/// and the patch merger (`ln_q`, then `mlp.0` [embed·m², embed·m²] and `mlp.2` [text, embed·m²],
+/// m = `spatial_merge_size`).
+pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
+    let text = f.object("text_config")?;
+    let tf = match text {
+        Some(t) => Fields::new(t, "text_config."),
+        None => f,
+    };
+    let mut spec = decoder(tf, "qwen2", text.is_some())?;
+    for t in &mut spec.tensors {
+        if let Some(rest) = t.name.strip_prefix("model.") {
+            t.name = format!("model.language_model.{rest}");
+        }
+    }
+    spec.model_type = model_type.to_string();
+    spec.text_model_type = "qwen2".into();
+    let Some(v) = f.object("vision_config")? else {
+        return Err(ConfigError::MissingField {
+            field: "vision_config".into(),
+            why: format!("a {model_type} config describes its vision transformer there"),
+        });
+    };
+    let v = Fields::new(v, "vision_config.");
+    let v25 = model_type == "qwen2_5_vl";
+    let embed = if v25 {
+        v.positive("hidden_size")?.unwrap_or(3584)
+    } else {
+        v.positive("embed_dim")?.unwrap_or(1280)
+    };
+    let depth = v.positive("depth")?.unwrap_or(32);
+    let heads = v.positive("num_heads")?.unwrap_or(16);
+    let channels = v.positive("in_chans")?.unwrap_or(3);
+    let patch = v.positive("patch_size")?.unwrap_or(14);
+    let temporal = v.positive("temporal_patch_size")?.unwrap_or(2);
+    let merge = v.positive("spatial_merge_size")?.unwrap_or(2);
+    let out = if v25 {
+        v.positive("out_hidden_size")?.unwrap_or(3584)
+    } else {
+        v.positive("hidden_size")?.unwrap_or(3584)
+    };
+    let inner = if v25 {
+        v.positive("intermediate_size")?.unwrap_or(3420)
+    } else {
+        embed.saturating_mul(v.positive("mlp_ratio")?.unwrap_or(4))
+    };
+    let mut b = Builder::default();
+    let p = "model.visual";
+    b.param(
+        &format!("{p}.patch_embed.proj.weight"),
+        None,
+        Component::Vision,
+        vec![embed, channels, temporal, patch, patch],
+    );
+    for i in 0..depth {
+        let l = format!("{p}.blocks.{i}");
+        b.norm(&format!("{l}.norm1"), None, Component::Vision, embed, !v25);
+        b.norm(&format!("{l}.norm2"), None, Component::Vision, embed, !v25);
+        let qkv = format!("{l}.attn.qkv");
+        b.linear(
+            &qkv,
+            None,
+            Component::Vision,
+            embed,
+            embed.saturating_mul(3),
+            true,
+        );
+        b.linear(
+            &format!("{l}.attn.proj"),
+            None,
+            Component::Vision,
+            embed,
+            embed,
+            true,
+        );
+        if v25 {
+            for proj in ["gate_proj", "up_proj"] {
+                let path = format!("{l}.mlp.{proj}");
+                b.linear(&path, None, Component::Vision, embed, inner, true);
+            }
+            let down = format!("{l}.mlp.down_proj");
+            b.linear(&down, None, Component::Vision, inner, embed, true);
+        } else {
+            b.linear(
+                &format!("{l}.mlp.fc1"),
+                None,
+                Component::Vision,
+                embed,
+                inner,
+                true,
+            );
+            b.linear(
+                &format!("{l}.mlp.fc2"),
+                None,
+                Component::Vision,
+                inner,
+                embed,
+                true,
+            );
+        }
+    }
+    for t in &mut b.tensors {
+        t.component = Component::Vision;
+    }
+    let merged = embed.saturating_mul(merge).saturating_mul(merge);
+    b.norm(
+        &format!("{p}.merger.ln_q"),
+        None,
+        Component::Projector,
+        embed,
+        !v25,
+    );
+    b.linear(
+        &format!("{p}.merger.mlp.0"),
+        None,
+        Component::Projector,
+        merged,
+        merged,
+        true,
+    );
+    b.linear(
+        &format!("{p}.merger.mlp.2"),
+        None,
+        Component::Projector,
+        merged,
+        out,
+        true,
+    );
+    for t in b.tensors.iter_mut().filter(|t| t.name.contains(".merger.")) {
+        t.component = Component::Projector;
+    }
+    // the vision tensors come first in the module tree
+    b.tensors.append(&mut spec.tensors);
+    spec.tensors = b.tensors;
+    spec.vision = Some(VisionSpec {
+        hidden_size: embed,
+        num_layers: depth,
+        num_heads: heads,
+        intermediate_size: inner,
+        image_size: 0,
+        patch_size: patch,
+    });
+    Ok(spec)
+}
+
+/// Llama 4 (modeling_llama4.py `Llama4ForConditionalGeneration`, no `model.` level): the text model
+/// under `language_model.model` / `language_model.lm_head` (`text_config`, model_type
+/// `llama4_text`), the vision model `vision_model` (class token, learned positions for the patches
+/// and the class token, an unbiased linear patch embedding over channels × patch², pre/post LayerNorms, encoder
+/// layers with biased q/k/v/o, fc1/fc2 and LayerNorms, and the pixel-shuffle adapter
+/// `vision_adapter.mlp.fc1/fc2` without bias), and `multi_modal_projector.linear_1`
+/// (vision_output_dim → text width, `multi_modal_projector_bias`). Llama4VisionConfig defaults.
+pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    let Some(text) = f.object("text_config")? else {
+        return Err(ConfigError::MissingField {
+            field: "text_config".into(),
+            why: "a llama4 config describes its language model there".into(),
+        });
+    };
+    let tf = Fields::new(text, "text_config.");
+    let mut spec = decoder(tf, "llama4_text", true)?;
+    for t in &mut spec.tensors {
+        t.name = format!("language_model.{}", t.name);
+    }
+    spec.model_type = "llama4".into();
+    spec.text_model_type = "llama4_text".into();
+    let Some(v) = f.object("vision_config")? else {
+        return Ok(spec);
+    };
+    let v = Fields::new(v, "vision_config.");
+    let hidden = v.positive("hidden_size")?.unwrap_or(768);
+    let layers = v.positive("num_hidden_layers")?.unwrap_or(34);
+    let heads = v.positive("num_attention_heads")?.unwrap_or(16);
+    let inner = v.positive("intermediate_size")?.unwrap_or(5632);
+    let image = v.positive("image_size")?.unwrap_or(448);
+    let patch = v.positive("patch_size")?.unwrap_or(14);
+    let channels = v.positive("num_channels")?.unwrap_or(3);
+    let adapter_in = v.positive("projector_input_dim")?.unwrap_or(4096);
+    let adapter_out = v.positive("projector_output_dim")?.unwrap_or(4096);
+    let output = v.positive("vision_output_dim")?.unwrap_or(7680);
+    let shuffle = v.f64("pixel_shuffle_ratio")?.unwrap_or(0.5);
+    // Llama4VisionMLP2: fc1 takes the pixel-shuffled width, hidden / ratio² (intermediate_size
+    // in the published config).
+    let shuffled = (hidden as f64 / (shuffle * shuffle)).round() as u64;
+    let side = image / patch;
+    let mut b = Builder::default();
+    let p = "vision_model";
+    b.param(
+        &format!("{p}.class_embedding"),
+        None,
+        Component::Vision,
+        vec![hidden],
+    );
+    b.param(
+        &format!("{p}.positional_embedding_vlm"),
+        None,
+        Component::Vision,
+        vec![side.saturating_mul(side).saturating_add(1), hidden],
+    );
+    let patch_in = channels.saturating_mul(patch).saturating_mul(patch);
+    let pe = format!("{p}.patch_embedding.linear");
+    b.linear(&pe, None, Component::Vision, patch_in, hidden, false);
+    b.norm(
+        &format!("{p}.layernorm_pre"),
+        None,
+        Component::Vision,
+        hidden,
+        true,
+    );
+    b.norm(
+        &format!("{p}.layernorm_post"),
+        None,
+        Component::Vision,
+        hidden,
+        true,
+    );
+    for i in 0..layers {
+        let l = format!("{p}.model.layers.{i}");
+        for proj in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+            let path = format!("{l}.self_attn.{proj}");
+            b.linear(&path, None, Component::Vision, hidden, hidden, true);
+        }
+        b.linear(
+            &format!("{l}.mlp.fc1"),
+            None,
+            Component::Vision,
+            hidden,
+            inner,
+            true,
+        );
+        b.linear(
+            &format!("{l}.mlp.fc2"),
+            None,
+            Component::Vision,
+            inner,
+            hidden,
+            true,
+        );
+        b.norm(
+            &format!("{l}.input_layernorm"),
+            None,
+            Component::Vision,
+            hidden,
+            true,
+        );
+        let post = format!("{l}.post_attention_layernorm");
+        b.norm(&post, None, Component::Vision, hidden, true);
+    }
+    let fc1 = format!("{p}.vision_adapter.mlp.fc1");
+    b.linear(&fc1, None, Component::Vision, shuffled, adapter_in, false);
+    let fc2 = format!("{p}.vision_adapter.mlp.fc2");
+    b.linear(
+        &fc2,
+        None,
+        Component::Vision,
+        adapter_in,
+        adapter_out,
+        false,
+    );
+    for t in &mut b.tensors {
+        t.component = Component::Vision;
+    }
+    let bias = v.bool("multi_modal_projector_bias")?.unwrap_or(false);
+    let text_hidden = spec.hidden_size;
+    b.linear(
+        "multi_modal_projector.linear_1",
+        None,
+        Component::Projector,
+        output,
+        text_hidden,
+        bias,
+    );
+    for t in b
+        .tensors
+        .iter_mut()
+        .filter(|t| t.name.starts_with("multi_modal_projector."))
+    {
+        t.component = Component::Projector;
+    }
+    b.tensors.append(&mut spec.tensors);
+    spec.tensors = b.tensors;
+    spec.vision = Some(VisionSpec {
+        hidden_size: hidden,
+        num_layers: layers,
+        num_heads: heads,
+        intermediate_size: inner,
+        image_size: image,
+        patch_size: patch,
+    });
+    Ok(spec)
 }
