@@ -88,17 +88,34 @@ pub enum FfnSpec {
     },
 }
 
-/// Selective state-space mixer dimensions (mamba). Source: `modeling_mamba.py`, `MambaMixer`.
+/// Selective state-space mixer dimensions: mamba (`modeling_mamba.py`, `MambaMixer`; also jamba's
+/// and falcon-mamba's) and mamba-2 (`modeling_nemotron_h.py`, `NemotronHMamba2Mixer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SsmSpec {
-    /// Inner width (`expand * hidden_size`).
+    /// Inner width (`expand * hidden_size`; mamba-2: heads × head_dim).
     pub d_inner: u64,
     /// SSM state size per channel.
     pub state_size: u64,
     /// Causal convolution kernel width.
     pub conv_kernel: u64,
-    /// Rank of the time-step projection.
+    /// Rank of the time-step projection (mamba-2: its number of heads, one step per head).
     pub dt_rank: u64,
+    /// Channels of the causal convolution and of its cached state: `d_inner` for mamba,
+    /// `d_inner + 2 × n_groups × state_size` for mamba-2 (x, B and C are convolved together).
+    /// 0 in documents written before it was recorded: read as `d_inner`.
+    #[serde(default)]
+    pub conv_dim: u64,
+}
+
+impl SsmSpec {
+    /// Channels of the convolution state (`conv_dim`, or `d_inner` when unrecorded).
+    pub fn conv_channels(&self) -> u64 {
+        if self.conv_dim == 0 {
+            self.d_inner
+        } else {
+            self.conv_dim
+        }
+    }
 }
 
 /// One layer of a stack.

@@ -206,14 +206,43 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
     let h = spec.hidden_size;
     let t = s.t();
     let a = s.act_bytes;
-    if let Some(ssm) = layer.ssm {
+    // A mixer layer (mamba) runs its mixer, then (jamba) its feed-forward block: the larger of the
+    // two transients is the layer's.
+    let mixer = layer.ssm.map_or(0, |ssm| {
+        if ssm.conv_channels() > ssm.d_inner {
+            // Mamba-2 through the mamba-ssm / causal-conv1d kernels (vLLM; transformers when they
+            // are installed): in_proj's output (z, xBC, dt), the convolved xBC, the scan output
+            // and the gated-norm output.
+            let in_proj = ssm
+                .d_inner
+                .saturating_mul(2)
+                .saturating_add(ssm.conv_channels() - ssm.d_inner)
+                .saturating_add(ssm.dt_rank);
+            let width = in_proj
+                .saturating_add(ssm.conv_channels())
+                .saturating_add(ssm.d_inner.saturating_mul(2));
+            return t.saturating_mul(width).saturating_mul(a);
+        }
         let proj = t.saturating_mul(h + 4 * ssm.d_inner).saturating_mul(a);
         let scan = t
             .saturating_mul(ssm.d_inner)
             .saturating_mul(ssm.state_size)
             .saturating_mul(2 * 4);
-        return (proj.saturating_add(scan), 0);
+        proj.saturating_add(scan)
+    });
+    let (ffn, routing) = ffn_only_bytes(spec, layer, s);
+    if mixer >= ffn {
+        (mixer, 0)
+    } else {
+        (ffn, routing)
     }
+}
+
+/// The feed-forward block's transient of one layer, and its MoE routing part.
+fn ffn_only_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64) {
+    let h = spec.hidden_size;
+    let t = s.t();
+    let a = s.act_bytes;
     match layer.ffn {
         Some(FfnSpec::Dense {
             intermediate_size,

@@ -224,10 +224,12 @@ impl KvLayout {
                             Engine::Transformers | Engine::LlamaCpp => ssm.conv_kernel,
                             Engine::Vllm => ssm.conv_kernel.saturating_sub(1),
                         };
+                        // conv state [conv channels, kernel] + ssm state [d_inner, state]
                         return LayerCache::State {
                             elements_per_sequence: ssm
-                                .d_inner
-                                .saturating_mul(conv.saturating_add(ssm.state_size)),
+                                .conv_channels()
+                                .saturating_mul(conv)
+                                .saturating_add(ssm.d_inner.saturating_mul(ssm.state_size)),
                         };
                     }
                     let Some(a) = l.attention else {

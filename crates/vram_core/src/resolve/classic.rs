@@ -837,6 +837,7 @@ pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Config
         state_size: state,
         conv_kernel: conv,
         dt_rank,
+        conv_dim: d_inner,
     };
     let mut b = Builder::default();
     b.embedding("backbone.embeddings", Component::Embedding, vocab, hidden);

@@ -4,6 +4,7 @@
 mod builder;
 mod classic;
 mod decoder;
+mod hybrid;
 mod named;
 mod vision;
 
@@ -62,6 +63,9 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "qwen2_5_vl",
     "llama4",
     "llama4_text",
+    "jamba",
+    "nemotron_h",
+    "recurrent_gemma",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
@@ -102,6 +106,9 @@ pub fn resolve_value(
         "llava" | "gemma3" => vision::multimodal(fields, &model_type)?,
         "qwen2_vl" | "qwen2_5_vl" => vision::qwen_vl(fields, &model_type)?,
         "llama4" => vision::llama4(fields)?,
+        "jamba" => hybrid::jamba(fields)?,
+        "nemotron_h" => hybrid::nemotron_h(fields)?,
+        "recurrent_gemma" => hybrid::recurrent_gemma(fields)?,
         _ => decoder::decoder(fields, &model_type, false)?,
     };
     spec.name = fields

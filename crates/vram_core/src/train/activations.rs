@@ -137,6 +137,17 @@ struct Walk<'a> {
 }
 
 fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
+    // Hybrid decoders (jamba, nemotron_h) have attention layers, but the walk has no rule for
+    // their state-space mixers: refused rather than counted as if those layers held nothing.
+    if spec.kind == ModelKind::DecoderOnly && spec.layers.iter().any(|l| l.ssm.is_some()) {
+        return Err(ScenarioError::Invalid {
+            field: "mode".into(),
+            expected: "a model without state-space mixer layers: training activations of hybrid \
+                       attention/state-space models are not modelled (inference is)"
+                .into(),
+            found: format!("model_type {:?}", spec.model_type),
+        });
+    }
     match spec.kind {
         ModelKind::DecoderOnly | ModelKind::EncoderOnly => Ok(()),
         ModelKind::EncoderDecoder | ModelKind::StateSpace => Err(ScenarioError::Invalid {

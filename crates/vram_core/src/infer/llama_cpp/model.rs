@@ -360,7 +360,10 @@ fn spec_layers(spec: &ModelSpec) -> Vec<LlamaLayer> {
             if let Some(s) = l.ssm {
                 // llama-memory-recurrent: r = (d_conv − 1) × d_inner, s = d_state × d_inner (f32).
                 out.cache = LayerCacheKind::Recurrent {
-                    r_elements: s.conv_kernel.saturating_sub(1).saturating_mul(s.d_inner),
+                    r_elements: s
+                        .conv_kernel
+                        .saturating_sub(1)
+                        .saturating_mul(s.conv_channels()),
                     s_elements: s.state_size.saturating_mul(s.d_inner),
                 };
             }

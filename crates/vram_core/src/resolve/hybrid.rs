@@ -1,0 +1,696 @@
+//! Hybrid decoders whose layers are attention or state-space mixers: jamba (mamba + attention,
+//! MoE every other layer) and nemotron_h (mamba-2, attention and MLP layers in a pattern).
+//!
+//! Names and shapes follow `transformers`' `modeling_jamba.py` and `modeling_nemotron_h.py`;
+//! `tests/arch_headers.rs` checks them against the models `transformers` builds.
+
+use super::{dropouts, Builder};
+use crate::error::ConfigError;
+use crate::fields::Fields;
+use crate::spec::{
+    AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind, SsmSpec,
+};
+
+fn l32(i: u64) -> Option<u32> {
+    Some(u32::try_from(i).unwrap_or(u32::MAX))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spec(
+    model_type: &str,
+    hidden: u64,
+    vocab: u64,
+    max_pos: u64,
+    tie: bool,
+    act: &str,
+    dropout: (f64, f64),
+    layers: Vec<LayerSpec>,
+    b: Builder,
+) -> ModelSpec {
+    ModelSpec {
+        name: String::new(),
+        model_type: model_type.into(),
+        text_model_type: model_type.into(),
+        kind: ModelKind::DecoderOnly,
+        hidden_size: hidden,
+        vocab_size: vocab,
+        num_layers: layers.len() as u64,
+        num_encoder_layers: 0,
+        max_position_embeddings: max_pos,
+        tie_word_embeddings: tie,
+        hidden_act: act.into(),
+        norm: NormKind::RmsNorm,
+        attention_dropout: dropout.0,
+        hidden_dropout: dropout.1,
+        torch_dtype: None,
+        layers,
+        encoder_layers: Vec::new(),
+        vision: None,
+        quantization_config: None,
+        tensors: b.tensors,
+        gguf: None,
+        checkpoint: None,
+        derived: Default::default(),
+        warnings: Vec::new(),
+    }
+}
+
+/// q/k/v/o without bias (jamba's and nemotron_h's attention), under `a`.
+fn attention(b: &mut Builder, a: &str, l: Option<u32>, hidden: u64, at: &AttentionSpec) {
+    let q = at.num_heads.saturating_mul(at.head_dim);
+    let kv = at.num_kv_heads.saturating_mul(at.head_dim);
+    for (n, out) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
+        b.linear(
+            &format!("{a}.{n}"),
+            l,
+            Component::Attention,
+            hidden,
+            out,
+            false,
+        );
+    }
+    b.linear(
+        &format!("{a}.o_proj"),
+        l,
+        Component::Attention,
+        q,
+        hidden,
+        false,
+    );
+}
+
+fn heads(f: Fields<'_>, hidden: u64, head_dim_keys: &[&str]) -> Result<AttentionSpec, ConfigError> {
+    let heads = f.require_any(&["num_attention_heads"], "the number of attention heads")?;
+    let kv = f.positive("num_key_value_heads")?.unwrap_or(heads);
+    if !heads.is_multiple_of(kv) {
+        return Err(ConfigError::Inconsistent(format!(
+            "num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})"
+        )));
+    }
+    let head_dim = match f.positive_any(head_dim_keys)? {
+        Some(d) => d,
+        None if hidden.is_multiple_of(heads) => hidden / heads,
+        None => {
+            return Err(ConfigError::Inconsistent(format!(
+                "hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads})"
+            )))
+        }
+    };
+    Ok(AttentionSpec {
+        num_heads: heads,
+        num_kv_heads: kv,
+        head_dim,
+        v_head_dim: head_dim,
+        sliding_window: None,
+        mla: None,
+    })
+}
+
+/// Jamba (modeling_jamba.py): each layer is attention (`attn_layer_period`/`attn_layer_offset`, or
+/// `layers_block_type`) or a mamba mixer with RMSNorms on Δ, B and C (`dt_layernorm`,
+/// `b_layernorm`, `c_layernorm`); its `feed_forward` is an MoE every `expert_layer_period`-th layer
+/// from `expert_layer_offset` (router + fused experts), else a gated MLP; `input_layernorm` and
+/// `pre_ff_layernorm` per layer, `final_layernorm`. No positions (no RoPE).
+pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
+    let n = f.layer_count(&["num_hidden_layers"], "the number of layers")?;
+    let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
+    let inner = f.require_any(&["intermediate_size"], "the MLP width")?;
+    let at = heads(f, hidden, &["head_dim"])?;
+    let state = f.positive("mamba_d_state")?.unwrap_or(16);
+    let conv = f.positive("mamba_d_conv")?.unwrap_or(4);
+    let d_inner = hidden.saturating_mul(f.positive("mamba_expand")?.unwrap_or(2));
+    let dt_rank = match f.value("mamba_dt_rank") {
+        None | Some(serde_json::Value::String(_)) => hidden.div_ceil(16),
+        Some(_) => f.require_any(&["mamba_dt_rank"], "the time-step rank")?,
+    };
+    let conv_bias = f.bool("mamba_conv_bias")?.unwrap_or(true);
+    let proj_bias = f.bool("mamba_proj_bias")?.unwrap_or(false);
+    let experts = f.positive("num_experts")?.unwrap_or(16);
+    let top_k = f.positive("num_experts_per_tok")?.unwrap_or(2);
+    if top_k > experts {
+        return Err(ConfigError::Inconsistent(format!(
+            "num_experts_per_tok ({top_k}) exceeds num_experts ({experts})"
+        )));
+    }
+    let attn_period = f.positive("attn_layer_period")?.unwrap_or(8);
+    let attn_offset = f.u64("attn_layer_offset")?.unwrap_or(4);
+    let moe_period = f.positive("expert_layer_period")?.unwrap_or(2);
+    let moe_offset = f.u64("expert_layer_offset")?.unwrap_or(1);
+    let listed = f.str_list("layers_block_type")?;
+    if let Some(l) = &listed {
+        if l.len() as u64 != n {
+            return Err(ConfigError::Inconsistent(format!(
+                "layers_block_type has {} entries but num_hidden_layers is {n}",
+                l.len()
+            )));
+        }
+    }
+    let tie = f.bool("tie_word_embeddings")?.unwrap_or(false);
+    let ssm = SsmSpec {
+        d_inner,
+        state_size: state,
+        conv_kernel: conv,
+        dt_rank,
+        conv_dim: d_inner,
+    };
+    let mut b = Builder::default();
+    b.embedding("model.embed_tokens", Component::Embedding, vocab, hidden);
+    let mut layers = Vec::new();
+    for i in 0..n {
+        let (l, p) = (l32(i), format!("model.layers.{i}"));
+        let is_attention = match &listed {
+            Some(types) => types[i as usize] == "attention",
+            None => i % attn_period == attn_offset,
+        };
+        let is_moe = experts > 1 && i % moe_period == moe_offset;
+        if is_attention {
+            attention(&mut b, &format!("{p}.self_attn"), l, hidden, &at);
+        } else {
+            let m = format!("{p}.mamba");
+            b.param(
+                &format!("{m}.A_log"),
+                l,
+                Component::Mixer,
+                vec![d_inner, state],
+            );
+            b.param(&format!("{m}.D"), l, Component::Mixer, vec![d_inner]);
+            b.param(
+                &format!("{m}.conv1d.weight"),
+                l,
+                Component::Mixer,
+                vec![d_inner, 1, conv],
+            );
+            if conv_bias {
+                b.param(
+                    &format!("{m}.conv1d.bias"),
+                    l,
+                    Component::Bias,
+                    vec![d_inner],
+                );
+            }
+            let two = d_inner.saturating_mul(2);
+            b.linear(
+                &format!("{m}.in_proj"),
+                l,
+                Component::Mixer,
+                hidden,
+                two,
+                proj_bias,
+            );
+            let x_out = dt_rank.saturating_add(state.saturating_mul(2));
+            b.linear(
+                &format!("{m}.x_proj"),
+                l,
+                Component::Mixer,
+                d_inner,
+                x_out,
+                false,
+            );
+            b.linear(
+                &format!("{m}.dt_proj"),
+                l,
+                Component::Mixer,
+                dt_rank,
+                d_inner,
+                true,
+            );
+            b.linear(
+                &format!("{m}.out_proj"),
+                l,
+                Component::Mixer,
+                d_inner,
+                hidden,
+                proj_bias,
+            );
+            b.norm(
+                &format!("{m}.dt_layernorm"),
+                l,
+                Component::Norm,
+                dt_rank,
+                false,
+            );
+            b.norm(
+                &format!("{m}.b_layernorm"),
+                l,
+                Component::Norm,
+                state,
+                false,
+            );
+            b.norm(
+                &format!("{m}.c_layernorm"),
+                l,
+                Component::Norm,
+                state,
+                false,
+            );
+        }
+        let ff = format!("{p}.feed_forward");
+        let ffn = if is_moe {
+            b.param(
+                &format!("{ff}.router.weight"),
+                l,
+                Component::Router,
+                vec![experts, hidden],
+            );
+            let two = inner.saturating_mul(2);
+            let gate_up = format!("{ff}.experts.gate_up_proj");
+            b.param(&gate_up, l, Component::Experts, vec![experts, two, hidden]);
+            let down = format!("{ff}.experts.down_proj");
+            b.param(&down, l, Component::Experts, vec![experts, hidden, inner]);
+            FfnSpec::Moe {
+                num_experts: experts,
+                experts_per_token: top_k,
+                expert_intermediate_size: inner,
+                shared_intermediate_size: 0,
+                gated: true,
+            }
+        } else {
+            for g in ["gate_proj", "up_proj"] {
+                b.linear(
+                    &format!("{ff}.{g}"),
+                    l,
+                    Component::Mlp,
+                    hidden,
+                    inner,
+                    false,
+                );
+            }
+            b.linear(
+                &format!("{ff}.down_proj"),
+                l,
+                Component::Mlp,
+                inner,
+                hidden,
+                false,
+            );
+            FfnSpec::Dense {
+                intermediate_size: inner,
+                gated: true,
+            }
+        };
+        b.norm(
+            &format!("{p}.input_layernorm"),
+            l,
+            Component::Norm,
+            hidden,
+            false,
+        );
+        b.norm(
+            &format!("{p}.pre_ff_layernorm"),
+            l,
+            Component::Norm,
+            hidden,
+            false,
+        );
+        layers.push(LayerSpec {
+            attention: is_attention.then_some(at),
+            cross_attention: None,
+            ffn: Some(ffn),
+            ssm: (!is_attention).then_some(ssm),
+        });
+    }
+    b.norm(
+        "model.final_layernorm",
+        None,
+        Component::FinalNorm,
+        hidden,
+        false,
+    );
+    if !tie {
+        b.linear("lm_head", None, Component::LmHead, hidden, vocab, false);
+    }
+    let max_pos = f.positive("max_position_embeddings")?.unwrap_or(262_144);
+    let act = f.str("hidden_act")?.unwrap_or("silu");
+    let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
+    Ok(spec(
+        "jamba", hidden, vocab, max_pos, tie, act, drop, layers, b,
+    ))
+}
+
+/// Nemotron-H (modeling_nemotron_h.py): one `norm` and one `mixer` per layer, the mixer chosen by
+/// `hybrid_override_pattern` (`M` mamba-2, `*` attention, `-` MLP) or `layers_block_type`
+/// (`mamba`, `attention`, `mlp`). Mamba-2 mixer: `in_proj` [2·d_inner + 2·groups·state + heads],
+/// conv over d_inner + 2·groups·state channels with bias, `dt_bias`, `A_log`, `D` per head, a
+/// gated RMSNorm over d_inner, `out_proj`; MLP: `up_proj`/`down_proj` (relu², not gated);
+/// attention: q/k/v/o of `head_dim` (or `attention_head_dim`). `model.embeddings`, `model.norm_f`.
+pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
+    let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
+    let kinds: Vec<char> = if let Some(p) = f.str("hybrid_override_pattern")? {
+        p.chars().collect()
+    } else if let Some(l) = f.str_list("layers_block_type")? {
+        l.iter()
+            .map(|t| match *t {
+                "mamba" => 'M',
+                "attention" => '*',
+                "mlp" => '-',
+                "moe" => 'E',
+                _ => '?',
+            })
+            .collect()
+    } else {
+        return Err(ConfigError::MissingField {
+            field: "hybrid_override_pattern".into(),
+            why: "a nemotron_h config names each layer's mixer there (or in layers_block_type)"
+                .into(),
+        });
+    };
+    let n = f.layer_count(&["num_hidden_layers"], "the number of layers")?;
+    if kinds.len() as u64 != n {
+        return Err(ConfigError::Inconsistent(format!(
+            "hybrid_override_pattern has {} layers but num_hidden_layers is {n}",
+            kinds.len()
+        )));
+    }
+    if let Some(c) = kinds.iter().find(|c| !matches!(c, 'M' | '*' | '-')) {
+        return Err(f.invalid(
+            "hybrid_override_pattern",
+            "layers of M (mamba-2), * (attention) and - (MLP) only; MoE layers (E) of Nemotron-H are not modelled",
+            &serde_json::Value::String(c.to_string()),
+        ));
+    }
+    let inner = f.require_any(&["intermediate_size"], "the MLP width")?;
+    let at = heads(f, hidden, &["head_dim", "attention_head_dim"])?;
+    let m_heads = f.positive("mamba_num_heads")?.unwrap_or(128);
+    let m_head_dim = f.positive("mamba_head_dim")?.unwrap_or(64);
+    let groups = f.positive("n_groups")?.unwrap_or(8);
+    let state = f.positive("ssm_state_size")?.unwrap_or(128);
+    let conv = f.positive("conv_kernel")?.unwrap_or(4);
+    let d_inner = m_heads.saturating_mul(m_head_dim);
+    let bc = groups.saturating_mul(state).saturating_mul(2);
+    let conv_dim = d_inner.saturating_add(bc);
+    let conv_bias = f.bool("use_conv_bias")?.unwrap_or(true);
+    let proj_bias = f.bool("use_bias")?.unwrap_or(false);
+    let mlp_bias = f.bool("mlp_bias")?.unwrap_or(false);
+    let attn_bias = f.bool("attention_bias")?.unwrap_or(false);
+    if attn_bias {
+        return Err(f.invalid(
+            "attention_bias",
+            "false (no published Nemotron-H has attention biases)",
+            &serde_json::Value::Bool(true),
+        ));
+    }
+    let tie = f.bool("tie_word_embeddings")?.unwrap_or(false);
+    let ssm = SsmSpec {
+        d_inner,
+        state_size: state,
+        conv_kernel: conv,
+        dt_rank: m_heads,
+        conv_dim,
+    };
+    let mut b = Builder::default();
+    b.embedding("model.embeddings", Component::Embedding, vocab, hidden);
+    let mut layers = Vec::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let (l, p) = (l32(i as u64), format!("model.layers.{i}"));
+        b.norm(&format!("{p}.norm"), l, Component::Norm, hidden, false);
+        let m = format!("{p}.mixer");
+        let layer = match kind {
+            'M' => {
+                for name in ["dt_bias", "A_log", "D"] {
+                    b.param(&format!("{m}.{name}"), l, Component::Mixer, vec![m_heads]);
+                }
+                let cw = format!("{m}.conv1d.weight");
+                b.param(&cw, l, Component::Mixer, vec![conv_dim, 1, conv]);
+                if conv_bias {
+                    b.param(
+                        &format!("{m}.conv1d.bias"),
+                        l,
+                        Component::Bias,
+                        vec![conv_dim],
+                    );
+                }
+                let in_out = d_inner
+                    .saturating_mul(2)
+                    .saturating_add(bc)
+                    .saturating_add(m_heads);
+                b.linear(
+                    &format!("{m}.in_proj"),
+                    l,
+                    Component::Mixer,
+                    hidden,
+                    in_out,
+                    proj_bias,
+                );
+                b.norm(&format!("{m}.norm"), l, Component::Norm, d_inner, false);
+                b.linear(
+                    &format!("{m}.out_proj"),
+                    l,
+                    Component::Mixer,
+                    d_inner,
+                    hidden,
+                    proj_bias,
+                );
+                LayerSpec {
+                    attention: None,
+                    cross_attention: None,
+                    ffn: None,
+                    ssm: Some(ssm),
+                }
+            }
+            '*' => {
+                attention(&mut b, &m, l, hidden, &at);
+                LayerSpec {
+                    attention: Some(at),
+                    cross_attention: None,
+                    ffn: None,
+                    ssm: None,
+                }
+            }
+            _ => {
+                b.linear(
+                    &format!("{m}.up_proj"),
+                    l,
+                    Component::Mlp,
+                    hidden,
+                    inner,
+                    mlp_bias,
+                );
+                b.linear(
+                    &format!("{m}.down_proj"),
+                    l,
+                    Component::Mlp,
+                    inner,
+                    hidden,
+                    mlp_bias,
+                );
+                LayerSpec {
+                    attention: None,
+                    cross_attention: None,
+                    ffn: Some(FfnSpec::Dense {
+                        intermediate_size: inner,
+                        gated: false,
+                    }),
+                    ssm: None,
+                }
+            }
+        };
+        layers.push(layer);
+    }
+    b.norm("model.norm_f", None, Component::FinalNorm, hidden, false);
+    if !tie {
+        b.linear("lm_head", None, Component::LmHead, hidden, vocab, false);
+    }
+    let max_pos = f.positive("max_position_embeddings")?.unwrap_or(4096);
+    let act = f.str("mlp_hidden_act")?.unwrap_or("relu2");
+    let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
+    let mut s = spec(
+        "nemotron_h",
+        hidden,
+        vocab,
+        max_pos,
+        tie,
+        act,
+        drop,
+        layers,
+        b,
+    );
+    s.warnings.push(
+        "mamba-2 activations assume the mamba-ssm and causal-conv1d kernels (vLLM, or transformers \
+         with both installed); transformers' torch fallback materialises chunk × chunk × heads × \
+         state products per chunk and needs far more"
+            .into(),
+    );
+    Ok(s)
+}
+
+/// RecurrentGemma / Griffin (modeling_recurrent_gemma.py): layers cycle through `block_types`
+/// (`_block_types` in published configs; default recurrent, recurrent, attention). Each layer has
+/// `temporal_pre_norm`, a `temporal_block` and `channel_pre_norm` + `mlp_block` (gated, biased,
+/// `intermediate_size / 2` wide). A recurrent block: `linear_x`, `linear_y`, `linear_out` with
+/// bias, a depthwise `conv_1d` with bias, and the RG-LRU (`recurrent_param`, block-diagonal input
+/// and recurrent gates per head); an attention block: q/k/v without bias, `o_proj` with bias, over
+/// a local window of `attention_window_size`. Tied head, `final_norm`. Cache: the conv state and
+/// the LRU state per recurrent layer, the window per attention layer.
+pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
+    let n = f.layer_count(&["num_hidden_layers"], "the number of layers")?;
+    let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
+    let mut at = heads(f, hidden, &["head_dim"])?;
+    at.sliding_window = Some(f.positive("attention_window_size")?.unwrap_or(2048));
+    let lru = f.positive("lru_width")?.unwrap_or(hidden);
+    let conv = f.positive("conv1d_width")?.unwrap_or(4);
+    let inner = f.require_any(&["intermediate_size"], "the MLP width")? / 2;
+    if !lru.is_multiple_of(at.num_heads) {
+        return Err(ConfigError::Inconsistent(format!(
+            "lru_width ({lru}) is not a multiple of num_attention_heads ({})",
+            at.num_heads
+        )));
+    }
+    let block = lru / at.num_heads;
+    let types = match f.str_list("block_types")? {
+        Some(t) => t,
+        None => f
+            .str_list("_block_types")?
+            .unwrap_or_else(|| vec!["recurrent", "recurrent", "attention"]),
+    };
+    if types.is_empty()
+        || types
+            .iter()
+            .any(|t| !matches!(*t, "recurrent" | "attention"))
+    {
+        return Err(ConfigError::Inconsistent(format!(
+            "block_types must list \"recurrent\" and \"attention\" layers, found {types:?}"
+        )));
+    }
+    let ssm = SsmSpec {
+        d_inner: lru,
+        state_size: 1,
+        conv_kernel: conv,
+        dt_rank: at.num_heads,
+        conv_dim: lru,
+    };
+    let mut b = Builder::default();
+    b.embedding("model.embed_tokens", Component::Embedding, vocab, hidden);
+    let mut layers = Vec::new();
+    for i in 0..n {
+        let (l, p) = (l32(i), format!("model.layers.{i}"));
+        let recurrent = types[(i as usize) % types.len()] == "recurrent";
+        b.norm(
+            &format!("{p}.temporal_pre_norm"),
+            l,
+            Component::Norm,
+            hidden,
+            false,
+        );
+        let t = format!("{p}.temporal_block");
+        if recurrent {
+            for name in ["linear_y", "linear_x"] {
+                b.linear(
+                    &format!("{t}.{name}"),
+                    l,
+                    Component::Mixer,
+                    hidden,
+                    lru,
+                    true,
+                );
+            }
+            b.linear(
+                &format!("{t}.linear_out"),
+                l,
+                Component::Mixer,
+                lru,
+                hidden,
+                true,
+            );
+            b.param(
+                &format!("{t}.conv_1d.weight"),
+                l,
+                Component::Mixer,
+                vec![lru, 1, conv],
+            );
+            b.param(&format!("{t}.conv_1d.bias"), l, Component::Bias, vec![lru]);
+            let r = format!("{t}.rg_lru");
+            b.param(
+                &format!("{r}.recurrent_param"),
+                l,
+                Component::Mixer,
+                vec![lru],
+            );
+            for gate in ["input_gate", "recurrent_gate"] {
+                let w = vec![at.num_heads, block, block];
+                b.param(&format!("{r}.{gate}_weight"), l, Component::Mixer, w);
+                let bias = vec![at.num_heads, block];
+                b.param(&format!("{r}.{gate}_bias"), l, Component::Mixer, bias);
+            }
+        } else {
+            let q = at.num_heads.saturating_mul(at.head_dim);
+            let kv = at.num_kv_heads.saturating_mul(at.head_dim);
+            for (name, out) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
+                b.linear(
+                    &format!("{t}.{name}"),
+                    l,
+                    Component::Attention,
+                    hidden,
+                    out,
+                    false,
+                );
+            }
+            b.linear(
+                &format!("{t}.o_proj"),
+                l,
+                Component::Attention,
+                q,
+                hidden,
+                true,
+            );
+        }
+        b.norm(
+            &format!("{p}.channel_pre_norm"),
+            l,
+            Component::Norm,
+            hidden,
+            false,
+        );
+        let m = format!("{p}.mlp_block");
+        for name in ["gate_proj", "up_proj"] {
+            b.linear(
+                &format!("{m}.{name}"),
+                l,
+                Component::Mlp,
+                hidden,
+                inner,
+                true,
+            );
+        }
+        b.linear(
+            &format!("{m}.down_proj"),
+            l,
+            Component::Mlp,
+            inner,
+            hidden,
+            true,
+        );
+        layers.push(LayerSpec {
+            attention: (!recurrent).then_some(at),
+            cross_attention: None,
+            ffn: Some(FfnSpec::Dense {
+                intermediate_size: inner,
+                gated: true,
+            }),
+            ssm: recurrent.then_some(ssm),
+        });
+    }
+    b.norm(
+        "model.final_norm",
+        None,
+        Component::FinalNorm,
+        hidden,
+        false,
+    );
+    let act = f.str("hidden_activation")?.unwrap_or("gelu_pytorch_tanh");
+    let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
+    let max_pos = f.positive("max_position_embeddings")?.unwrap_or(8192);
+    Ok(spec(
+        "recurrent_gemma",
+        hidden,
+        vocab,
+        max_pos,
+        true,
+        act,
+        drop,
+        layers,
+        b,
+    ))
+}
