@@ -18,7 +18,7 @@ fn resolver(model_type: &str) -> &'static str {
         "starcoder2" | "gpt_bigcode" | "gptj" | "codegen" | "openai-gpt" | "mpt" | "persimmon"
         | "phi" | "stablelm" | "dbrx" => "decoder with its own module names",
         "jamba" | "nemotron_h" | "recurrent_gemma" => "hybrid (attention + state-space layers)",
-        "llava" | "gemma3" | "qwen2_vl" | "qwen2_5_vl" | "llama4" => {
+        "llava" | "gemma3" | "qwen2_vl" | "qwen2_5_vl" | "llama4" | "mllama" => {
             "multimodal wrapper (vision tower + text decoder)"
         }
         _ => "decoder (llama-style, per-architecture rules)",

@@ -601,6 +601,15 @@ pub const PRESETS: &[Preset] = &[
         published_rounded: "8B (model name)",
         origin: "printed with json.dumps(indent=2) in a public architecture dump (values as published)",
     },
+    Preset {
+        id: "meta-llama__Llama-3.2-11B-Vision-Instruct",
+        repo: "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        family: "Multimodal",
+        json: include_str!("../presets/meta-llama__Llama-3.2-11B-Vision-Instruct.json"),
+        published_params: 10670220835,
+        published_rounded: "11B (model name)",
+        origin: "reconstructed: the published sizes (checked against test configs that quote them); keys that size nothing may differ",
+    },
 ];
 
 /// The preset with this id.

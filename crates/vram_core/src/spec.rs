@@ -146,6 +146,10 @@ pub struct VisionSpec {
     pub image_size: u64,
     /// Patch side in pixels.
     pub patch_size: u64,
+    /// Image tokens the text model's cross-attention layers attend to per sequence (mllama: one
+    /// image at its most tiles, `max_num_tiles × (patches + 1)`); 0 when images enter as tokens.
+    #[serde(default)]
+    pub cross_attention_tokens: u64,
 }
 
 /// What part of the model a tensor belongs to (the rows of the parameter breakdown).

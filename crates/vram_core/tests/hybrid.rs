@@ -64,3 +64,22 @@ fn training_a_hybrid_is_refused_with_the_reason_not_estimated_without_its_mixers
         assert!(err.contains("state-space mixer"), "{id}: {err}");
     }
 }
+
+#[test]
+fn mllama_caches_self_attention_tokens_and_one_image_per_cross_attention_layer() {
+    // Llama-3.2-11B-Vision: 40 layers, 8 of them cross-attention (3, 8, …, 38); one image at its
+    // 4 tiles of (560 / 14)² + 1 = 1,601 patches
+    let s = spec("meta-llama__Llama-3.2-11B-Vision-Instruct");
+    assert_eq!(s.vision.unwrap().cross_attention_tokens, 4 * 1_601);
+    let est = estimate_inference(&s, &Scenario::inference(), &DeviceOverheads::default()).unwrap();
+    let per_layer_token = 2 * 8 * 128 * 2;
+    assert_eq!(est.kv_bytes_per_token, 32 * per_layer_token);
+    assert_eq!(
+        est.kv_cache_bytes,
+        32 * per_layer_token * 4_096 + 8 * per_layer_token * 6_404
+    );
+    let err = estimate_training(&s, &Scenario::default(), &DeviceOverheads::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cross-attention"), "{err}");
+}

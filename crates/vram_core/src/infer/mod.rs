@@ -466,7 +466,12 @@ fn estimate_with(
     let b = scenario.batch;
     let s = scenario.seq_len;
     let enc_dec = spec.kind == ModelKind::EncoderDecoder;
-    let encoder_tokens = if enc_dec { s } else { 0 };
+    // t5: the encoder's tokens; mllama: one image's tiles for its cross-attention layers
+    let encoder_tokens = if enc_dec {
+        s
+    } else {
+        spec.vision.map_or(0, |v| v.cross_attention_tokens)
+    };
     let tp = scenario.serving.tensor_parallel_size.max(1);
     let serving = vllm::serving(
         spec,
@@ -701,7 +706,7 @@ fn transformers_phases(
         let k = layout.bytes(b, 1, encoder_tokens, Moment::AfterPrefill);
         (k, k)
     } else {
-        let k = layout.bytes(b, s, 0, Moment::AfterPrefill);
+        let k = layout.bytes(b, s, encoder_tokens, Moment::AfterPrefill);
         (k, k)
     };
     let prefill_act = fwd.total();
@@ -743,7 +748,7 @@ fn transformers_phases(
     let kv_after_decode = if enc_dec {
         layout.bytes(b, 2, encoder_tokens, Moment::Steady)
     } else {
-        layout.bytes(b, s.saturating_add(1), 0, Moment::Steady)
+        layout.bytes(b, s.saturating_add(1), encoder_tokens, Moment::Steady)
     };
     // torch.cat grows one layer at a time: at a layer's cache update its old and grown copies are
     // alive with the forward's whole-forward tensors and that layer's input; by the last layer's

@@ -66,6 +66,7 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "jamba",
     "nemotron_h",
     "recurrent_gemma",
+    "mllama",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
@@ -106,6 +107,7 @@ pub fn resolve_value(
         "llava" | "gemma3" => vision::multimodal(fields, &model_type)?,
         "qwen2_vl" | "qwen2_5_vl" => vision::qwen_vl(fields, &model_type)?,
         "llama4" => vision::llama4(fields)?,
+        "mllama" => vision::mllama(fields)?,
         "jamba" => hybrid::jamba(fields)?,
         "nemotron_h" => hybrid::nemotron_h(fields)?,
         "recurrent_gemma" => hybrid::recurrent_gemma(fields)?,

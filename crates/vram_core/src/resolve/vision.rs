@@ -205,6 +205,7 @@ fn clip_vision(
         intermediate_size: inner,
         image_size: image,
         patch_size: patch,
+        cross_attention_tokens: 0,
     });
     Ok(())
 }
@@ -326,6 +327,7 @@ fn gemma3_vision(spec: &mut ModelSpec, v: Fields<'_>) -> Result<(), ConfigError>
         intermediate_size: inner,
         image_size: image,
         patch_size: patch,
+        cross_attention_tokens: 0,
     });
     Ok(())
 }
@@ -476,6 +478,7 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
         intermediate_size: inner,
         image_size: 0,
         patch_size: patch,
+        cross_attention_tokens: 0,
     });
     Ok(spec)
 }
@@ -623,6 +626,307 @@ pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         intermediate_size: inner,
         image_size: image,
         patch_size: patch,
+        cross_attention_tokens: 0,
+    });
+    Ok(spec)
+}
+
+/// Mllama / Llama 3.2 Vision (modeling_mllama.py): the text model `model.language_model` is a
+/// llama whose `cross_attention_layers` replace self-attention by cross-attention over the image
+/// (`cross_attn` q/k/v/o with per-head RMSNorm q/k norms, and the scalar gates
+/// `cross_attn_attn_gate` / `cross_attn_mlp_gate`); its embedding has 8 extra rows (`vocab_size +
+/// 8`) and the head does not. The vision model: class token, unbiased patch conv, gated position
+/// and tile embeddings (`max_aspect_ratio_id + 1` rows), pre/post LayerNorms, `num_hidden_layers`
+/// local and `num_global_layers` gated global encoder layers (unbiased q/k/v/o, fc1/fc2 and
+/// LayerNorms with bias); then `multi_modal_projector` (vision_output_dim → text width, biased).
+/// Each cross-attention layer caches K/V of one image's `max_num_tiles × (patches + 1)` tokens.
+pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    let Some(text) = f.object("text_config")? else {
+        return Err(ConfigError::MissingField {
+            field: "text_config".into(),
+            why: "an mllama config describes its language model there".into(),
+        });
+    };
+    let Some(vision) = f.object("vision_config")? else {
+        return Err(ConfigError::MissingField {
+            field: "vision_config".into(),
+            why: "an mllama config describes its vision model there".into(),
+        });
+    };
+    let tf = Fields::new(text, "text_config.");
+    let cross = tf.u64_list("cross_attention_layers")?.unwrap_or_default();
+    // the self-attention layers as a llama; the cross-attention layers are rebuilt below
+    let mut spec = decoder(tf, "llama", true)?;
+    spec.warnings.retain(|w| !w.contains("absent"));
+    let hidden = spec.hidden_size;
+    let vocab = spec.vocab_size;
+    let Some(self_attn) = spec.layers.first().and_then(|l| l.attention) else {
+        return Err(ConfigError::Inconsistent(
+            "mllama text model without layers".into(),
+        ));
+    };
+    let n = spec.num_layers;
+    if let Some(bad) = cross.iter().find(|&&i| i >= n) {
+        return Err(tf.invalid(
+            "cross_attention_layers",
+            &format!("layer indices below num_hidden_layers ({n})"),
+            &serde_json::json!(bad),
+        ));
+    }
+    // Per-layer tensors, one layer each (the cross layers differ): expand the decoder's runs.
+    let per_layer: Vec<crate::spec::TensorSpec> = spec
+        .instances()
+        .map(|i| {
+            let mut t = i.tensor.clone();
+            let name = i.name();
+            t.name = match name.strip_prefix("model.") {
+                Some(rest) => format!("model.language_model.{rest}"),
+                None => name.into_owned(),
+            };
+            t.layer = i.layer;
+            t.repeat = 1;
+            t
+        })
+        .collect();
+    let head_dim = self_attn.head_dim;
+    let q = self_attn.num_heads.saturating_mul(head_dim);
+    let kv = self_attn.num_kv_heads.saturating_mul(head_dim);
+    let mut tensors = Vec::new();
+    let mut b = Builder::default();
+    b.embedding(
+        "model.language_model.embed_tokens",
+        Component::Embedding,
+        vocab.saturating_add(8),
+        hidden,
+    );
+    tensors.append(&mut b.tensors);
+    for t in per_layer {
+        if t.name.ends_with("embed_tokens.weight") {
+            continue;
+        }
+        let l = t.layer.unwrap_or(u32::MAX);
+        let is_cross = t.layer.is_some() && cross.contains(&u64::from(l));
+        if is_cross && t.name.contains(".self_attn.") {
+            if t.name.ends_with(".self_attn.q_proj.weight") {
+                let p = t
+                    .name
+                    .trim_end_matches(".self_attn.q_proj.weight")
+                    .to_string();
+                let a = format!("{p}.cross_attn");
+                let mut c = Builder::default();
+                c.param(
+                    &format!("{p}.cross_attn_attn_gate"),
+                    Some(l),
+                    Component::Attention,
+                    vec![1],
+                );
+                c.param(
+                    &format!("{p}.cross_attn_mlp_gate"),
+                    Some(l),
+                    Component::Mlp,
+                    vec![1],
+                );
+                c.linear(
+                    &format!("{a}.q_proj"),
+                    Some(l),
+                    Component::Attention,
+                    hidden,
+                    q,
+                    false,
+                );
+                c.linear(
+                    &format!("{a}.k_proj"),
+                    Some(l),
+                    Component::Attention,
+                    hidden,
+                    kv,
+                    false,
+                );
+                c.linear(
+                    &format!("{a}.v_proj"),
+                    Some(l),
+                    Component::Attention,
+                    hidden,
+                    kv,
+                    false,
+                );
+                c.linear(
+                    &format!("{a}.o_proj"),
+                    Some(l),
+                    Component::Attention,
+                    q,
+                    hidden,
+                    false,
+                );
+                c.norm(
+                    &format!("{a}.q_norm"),
+                    Some(l),
+                    Component::Norm,
+                    head_dim,
+                    false,
+                );
+                c.norm(
+                    &format!("{a}.k_norm"),
+                    Some(l),
+                    Component::Norm,
+                    head_dim,
+                    false,
+                );
+                tensors.append(&mut c.tensors);
+            }
+            continue;
+        }
+        tensors.push(t);
+    }
+    for i in &cross {
+        if let Some(layer) = spec.layers.get_mut(*i as usize) {
+            layer.cross_attention = layer.attention.take();
+        }
+    }
+    spec.tensors = tensors;
+    spec.model_type = "mllama".into();
+    spec.text_model_type = "mllama_text_model".into();
+
+    let v = Fields::new(vision, "vision_config.");
+    let vh = v.positive("hidden_size")?.unwrap_or(1280);
+    let layers = v.positive("num_hidden_layers")?.unwrap_or(32);
+    let global = v.positive("num_global_layers")?.unwrap_or(8);
+    let heads = v.positive("attention_heads")?.unwrap_or(16);
+    let inner = v.positive("intermediate_size")?.unwrap_or(5120);
+    let image = v.positive("image_size")?.unwrap_or(448);
+    let patch = v.positive("patch_size")?.unwrap_or(14);
+    let channels = v.positive("num_channels")?.unwrap_or(3);
+    let tiles = v.positive("max_num_tiles")?.unwrap_or(4);
+    let output = v.positive("vision_output_dim")?.unwrap_or(7680);
+    let ratios = match v.value("supported_aspect_ratios") {
+        Some(serde_json::Value::Array(a)) => a.len() as u64,
+        _ => 8,
+    };
+    let side = image / patch;
+    let positions = side.saturating_mul(side).saturating_add(1);
+    let mut b = Builder::default();
+    let p = "model.vision_model";
+    b.param(
+        &format!("{p}.class_embedding"),
+        None,
+        Component::Vision,
+        vec![vh],
+    );
+    let pw = vec![vh, channels, patch, patch];
+    b.param(
+        &format!("{p}.patch_embedding.weight"),
+        None,
+        Component::Vision,
+        pw,
+    );
+    let g = format!("{p}.gated_positional_embedding");
+    b.param(&format!("{g}.gate"), None, Component::Vision, vec![1]);
+    b.param(
+        &format!("{g}.embedding"),
+        None,
+        Component::Vision,
+        vec![positions, vh],
+    );
+    let tile_rows = ratios.saturating_add(1);
+    let tile_width = tiles.saturating_mul(positions).saturating_mul(vh);
+    let tw = vec![tile_rows, tile_width];
+    b.param(
+        &format!("{g}.tile_embedding.weight"),
+        None,
+        Component::Vision,
+        tw,
+    );
+    for which in [
+        "pre_tile_positional_embedding",
+        "post_tile_positional_embedding",
+    ] {
+        let e = format!("{p}.{which}");
+        b.param(&format!("{e}.gate"), None, Component::Vision, vec![1]);
+        let w = vec![tile_rows, tiles.saturating_mul(vh)];
+        b.param(&format!("{e}.embedding.weight"), None, Component::Vision, w);
+    }
+    b.norm(
+        &format!("{p}.layernorm_pre"),
+        None,
+        Component::Vision,
+        vh,
+        true,
+    );
+    b.norm(
+        &format!("{p}.layernorm_post"),
+        None,
+        Component::Vision,
+        vh,
+        true,
+    );
+    for (stack, count, gated) in [
+        ("transformer", layers, false),
+        ("global_transformer", global, true),
+    ] {
+        for i in 0..count {
+            let l = format!("{p}.{stack}.layers.{i}");
+            if gated {
+                b.param(&format!("{l}.gate_attn"), None, Component::Vision, vec![1]);
+                b.param(&format!("{l}.gate_ffn"), None, Component::Vision, vec![1]);
+            }
+            for proj in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+                let path = format!("{l}.self_attn.{proj}");
+                b.linear(&path, None, Component::Vision, vh, vh, false);
+            }
+            b.linear(
+                &format!("{l}.mlp.fc1"),
+                None,
+                Component::Vision,
+                vh,
+                inner,
+                true,
+            );
+            b.linear(
+                &format!("{l}.mlp.fc2"),
+                None,
+                Component::Vision,
+                inner,
+                vh,
+                true,
+            );
+            b.norm(
+                &format!("{l}.input_layernorm"),
+                None,
+                Component::Vision,
+                vh,
+                true,
+            );
+            let post = format!("{l}.post_attention_layernorm");
+            b.norm(&post, None, Component::Vision, vh, true);
+        }
+    }
+    for t in &mut b.tensors {
+        t.component = Component::Vision;
+    }
+    b.linear(
+        "model.multi_modal_projector",
+        None,
+        Component::Projector,
+        output,
+        hidden,
+        true,
+    );
+    for t in b
+        .tensors
+        .iter_mut()
+        .filter(|t| t.name.starts_with("model.multi_modal_projector"))
+    {
+        t.component = Component::Projector;
+    }
+    spec.tensors.extend(b.tensors);
+    spec.vision = Some(VisionSpec {
+        hidden_size: vh,
+        num_layers: layers.saturating_add(global),
+        num_heads: heads,
+        intermediate_size: inner,
+        image_size: image,
+        patch_size: patch,
+        cross_attention_tokens: tiles.saturating_mul(positions),
     });
     Ok(spec)
 }

@@ -139,6 +139,20 @@ struct Walk<'a> {
 fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
     // Hybrid decoders (jamba, nemotron_h) have attention layers, but the walk has no rule for
     // their state-space mixers: refused rather than counted as if those layers held nothing.
+    if spec.kind == ModelKind::DecoderOnly
+        && spec
+            .layers
+            .iter()
+            .any(|l| l.cross_attention.is_some() && l.attention.is_none())
+    {
+        return Err(ScenarioError::Invalid {
+            field: "mode".into(),
+            expected: "a decoder without image cross-attention layers: training activations of \
+                       mllama's cross-attention layers are not modelled (inference is)"
+                .into(),
+            found: format!("model_type {:?}", spec.model_type),
+        });
+    }
     if spec.kind == ModelKind::DecoderOnly && spec.layers.iter().any(|l| l.ssm.is_some()) {
         return Err(ScenarioError::Invalid {
             field: "mode".into(),
