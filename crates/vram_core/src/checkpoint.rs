@@ -194,7 +194,7 @@ pub fn combine(
 /// `experts.down_proj` (Mixtral's `block_sparse_moe.experts.N.w1/w3/w2` and `gate` included),
 /// GPT-NeoX's `embed_out` → `lm_head`, and llava's `language_model.model.` /
 /// `vision_tower.vision_model.` / `multi_modal_projector.` prefixes under `model.`.
-pub(crate) fn canonical(name: &str) -> String {
+pub fn canonical(name: &str) -> String {
     let name = if let Some(b) = name.strip_suffix(".qweight") {
         format!("{b}.weight")
     } else if let Some(b) = name.strip_suffix("_blocks") {

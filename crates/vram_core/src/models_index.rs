@@ -17,6 +17,9 @@ fn resolver(model_type: &str) -> &'static str {
         }
         "starcoder2" | "gpt_bigcode" | "gptj" | "codegen" | "openai-gpt" | "mpt" | "persimmon"
         | "phi" | "stablelm" | "dbrx" => "decoder with its own module names",
+        "internlm2" | "chatglm" | "baichuan" | "phi-msft" => {
+            "decoder with its own module names (the repository's remote code)"
+        }
         "jamba" | "nemotron_h" | "recurrent_gemma" => "hybrid (attention + state-space layers)",
         "llava" | "gemma3" | "qwen2_vl" | "qwen2_5_vl" | "llama4" | "mllama" => {
             "multimodal wrapper (vision tower + text decoder)"

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use vram_core::checkpoint::{attach, count};
+use vram_core::checkpoint::{attach, canonical, count};
 use vram_core::safetensors_file::{encode_header, parse_header};
 use vram_core::{parse_config, presets, ParamCounts};
 
@@ -83,7 +83,28 @@ fn every_architecture_names_and_shapes_its_tensors_as_transformers_does() {
             .instances()
             .map(|i| (i.name().into_owned(), i.tensor.shape.clone()))
             .collect();
-        let theirs: BTreeMap<String, Vec<u64>> = fx.tensors.iter().cloned().collect();
+        // Remote code keeps one tensor per expert where transformers 5 fuses them: such names are
+        // mapped onto the fused tensor (`checkpoint::canonical`) and compared by element count.
+        let mut theirs: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for (name, shape) in &fx.tensors {
+            if ours.contains_key(name) {
+                theirs.insert(name.clone(), shape.clone());
+                continue;
+            }
+            let n: u64 = shape.iter().product();
+            theirs.entry(canonical(name)).or_insert_with(|| vec![0])[0] += n;
+        }
+        // fused entries hold their total element count: compare them as such
+        let ours: BTreeMap<String, Vec<u64>> = ours
+            .into_iter()
+            .map(|(n, s)| {
+                if fx.tensors.iter().any(|(t, _)| *t == n) {
+                    (n, s)
+                } else {
+                    (n, vec![s.iter().product()])
+                }
+            })
+            .collect();
         let missing: Vec<_> = theirs
             .iter()
             .filter(|(n, s)| ours.get(*n) != Some(*s))

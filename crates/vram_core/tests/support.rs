@@ -88,3 +88,70 @@ fn a_known_type_with_a_hybrid_pattern_is_refused_not_counted_as_plain_layers() {
     let moe = presets::find("mistralai__Mixtral-8x7B-v0.1").unwrap().json;
     assert_eq!(support(moe), "modelled");
 }
+
+/// Adds `extra` (a JSON member list) to a preset's config.
+fn mutated(id: &str, extra: &str) -> String {
+    let json = presets::find(id).unwrap().json.trim_end();
+    let open = json.find('{').unwrap();
+    format!("{{{extra}, {}", &json[open + 1..])
+}
+
+#[test]
+fn a_layout_key_that_an_architectures_own_reading_lacks_is_refused_never_counted_as_its_family() {
+    for (id, extra, key) in [
+        (
+            "bigcode__starcoder2-3b",
+            r#""num_experts": 8, "num_experts_per_tok": 2"#,
+            "num_experts",
+        ),
+        (
+            "EleutherAI__gpt-j-6b",
+            r#""hybrid_override_pattern": "M*M*""#,
+            "hybrid_override_pattern",
+        ),
+        ("microsoft__phi-2", r#""kv_lora_rank": 512"#, "kv_lora_rank"),
+        (
+            "openai-community__gpt2",
+            r#""mamba_d_state": 16"#,
+            "mamba_d_state",
+        ),
+        (
+            "stabilityai__stablelm-2-1_6b",
+            r#""layer_types": ["linear_attention"]"#,
+            "layer_types",
+        ),
+        (
+            "google__recurrentgemma-2b",
+            r#""num_local_experts": 8"#,
+            "num_local_experts",
+        ),
+        (
+            "nvidia__NVIDIA-Nemotron-3-Nano-4B-BF16",
+            r#""n_routed_experts": 64"#,
+            "n_routed_experts",
+        ),
+    ] {
+        let err = refused(&mutated(id, extra)).to_string();
+        assert!(err.starts_with(&format!("field \"{key}\"")), "{id}: {err}");
+    }
+}
+
+#[test]
+fn a_hybrid_pattern_with_layer_kinds_that_are_not_modelled_is_refused() {
+    // Nemotron-H MoE layers ("E") are not modelled: refused, not read as MLP layers
+    let text = presets::find("nvidia__NVIDIA-Nemotron-3-Nano-4B-BF16")
+        .unwrap()
+        .json
+        .replace("\"M-M-M-MM-M-M*-M-M*", "\"E-M-M-MM-M-M*-M-M*");
+    let err = refused(&text).to_string();
+    assert!(
+        err.contains("hybrid_override_pattern") && err.contains("MoE"),
+        "{err}"
+    );
+    // a pattern that does not cover every layer is inconsistent
+    let text = presets::find("nvidia__NVIDIA-Nemotron-3-Nano-4B-BF16")
+        .unwrap()
+        .json
+        .replace("\"M-M-M-MM-M-M*-M-M*", "\"M-M-M-MM-M-M*-M-M");
+    assert!(refused(&text).to_string().contains("42"));
+}

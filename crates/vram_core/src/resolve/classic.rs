@@ -110,6 +110,7 @@ fn l32(i: u64) -> u32 {
 
 /// GPT-2 (modeling_gpt2.py): Conv1D projections with biases, learned positions, tied head.
 pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "gpt2", &[])?;
     let d = dims(
         f,
         &["n_embd", "hidden_size"],
@@ -202,6 +203,7 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 
 /// OPT (modeling_opt.py): learned positions with an offset of 2 rows, optional embedding projections.
 pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "opt", &[])?;
     let d = dims(
         f,
         &["hidden_size"],
@@ -329,6 +331,7 @@ pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 
 /// BLOOM (modeling_bloom.py): ALiBi (no position table), a LayerNorm after the embeddings, fused QKV.
 pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "bloom", &[])?;
     let d = dims(
         f,
         &["hidden_size", "n_embed"],
@@ -427,6 +430,7 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 
 /// GPT-NeoX (modeling_gpt_neox.py): fused QKV with biases, parallel residual, untied `embed_out`.
 pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "gpt_neox", &[])?;
     let d = dims(
         f,
         &["hidden_size"],
@@ -525,6 +529,7 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 
 /// BERT (modeling_bert.py), the bare `BertModel` with its pooler (no pre-training heads).
 pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "bert", &[])?;
     let d = dims(
         f,
         &["hidden_size"],
@@ -642,6 +647,7 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// T5 (modeling_t5.py): shared embeddings, relative position bias in the first block of each stack,
 /// cross-attention in the decoder, RMS-style `T5LayerNorm` without bias.
 pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "t5", &[])?;
     let hidden = f.require_any(&["d_model", "hidden_size"], "the width of the model")?;
     let enc_layers = f.layer_count(&["num_layers"], "the number of encoder layers")?;
     let dec_layers = f.check_layers(
@@ -814,6 +820,7 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// FalconMamba (modeling_falcon_mamba.py) has the same parameters: its extra RMS norms on the
 /// time step and on B/C carry no weight.
 pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, model_type, &[])?;
     let hidden = f.require_any(&["hidden_size", "d_model"], "the width of the model")?;
     let n_layers = f.layer_count(&["num_hidden_layers", "n_layer"], "the number of layers")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;

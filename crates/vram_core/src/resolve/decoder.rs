@@ -267,6 +267,52 @@ fn refuse_unreadable_layout(
     Ok(())
 }
 
+/// Refuses a config whose keys describe layers that `model_type`'s own resolver does not read
+/// (a state-space pattern in a starcoder2 config, experts in a gptj config, …): every key of
+/// [`LAYOUT_KEYS`] except `allowed`, and `layer_types` other than full or sliding attention.
+/// Architectures with their own resolvers call it first, so a mutated config is refused with the
+/// reason instead of being counted as its plain family.
+pub(super) fn refuse_keys_outside(
+    f: Fields<'_>,
+    model_type: &str,
+    allowed: &[&str],
+) -> Result<(), ConfigError> {
+    for (key, layout) in LAYOUT_KEYS {
+        if allowed.contains(key) {
+            continue;
+        }
+        match f.value(key) {
+            None | Some(serde_json::Value::Null) => {}
+            Some(v) => {
+                return Err(f.invalid(
+                    key,
+                    &format!(
+                        "no {layout} in a {model_type:?} config (its {model_type} reading has none and would count it wrongly)"
+                    ),
+                    v,
+                ))
+            }
+        }
+    }
+    if !allowed.contains(&"layer_types") {
+        if let Some(serde_json::Value::Array(types)) = f.value("layer_types") {
+            if let Some(other) = types.iter().find(|t| {
+                !matches!(
+                    t.as_str(),
+                    Some("full_attention" | "sliding_attention" | "attention")
+                )
+            }) {
+                return Err(f.invalid(
+                    "layer_types",
+                    &format!("only full_attention or sliding_attention layers in a {model_type:?} config"),
+                    other,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Resolves a llama-style decoder. `nested` marks a `text_config` inside a multimodal wrapper.
 pub(crate) fn decoder(
     f: Fields<'_>,
@@ -893,7 +939,8 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
                 .collect();
             (shared, moe)
         }
-        "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
+        // DeepSeek-MoE (v1, remote code modeling_deepseek.py) shares V2/V3's layout rule.
+        "deepseek" | "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
             let first_dense = f.u64("first_k_dense_replace")?.unwrap_or(0);
             let freq = f.positive("moe_layer_freq")?.unwrap_or(1);
             let shared = f
@@ -902,7 +949,8 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
                 .saturating_mul(expert_i);
             // DeepseekV3TopkRouter keeps `e_score_correction_bias` for the "noaux_tc" top-k method.
             layout.router_buffer_bias = f.str("topk_method")? == Some("noaux_tc")
-                || (model_type != "deepseek_v2" && f.str("topk_method")?.is_none());
+                || (matches!(model_type, "deepseek_v3" | "kimi_k2")
+                    && f.str("topk_method")?.is_none());
             let moe = (0..num_layers)
                 .map(|i| i as u64 >= first_dense && (i as u64).is_multiple_of(freq))
                 .collect();

@@ -112,6 +112,18 @@ fn heads(f: Fields<'_>, hidden: u64, head_dim_keys: &[&str]) -> Result<Attention
 /// from `expert_layer_offset` (router + fused experts), else a gated MLP; `input_layernorm` and
 /// `pre_ff_layernorm` per layer, `final_layernorm`. No positions (no RoPE).
 pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(
+        f,
+        "jamba",
+        &[
+            "layers_block_type",
+            "attn_layer_period",
+            "mamba_d_state",
+            "mamba_expand",
+            "num_experts",
+            "num_experts_per_tok",
+        ],
+    )?;
     let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
     let n = f.layer_count(&["num_hidden_layers"], "the number of layers")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
@@ -335,6 +347,15 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// gated RMSNorm over d_inner, `out_proj`; MLP: `up_proj`/`down_proj` (relu², not gated);
 /// attention: q/k/v/o of `head_dim` (or `attention_head_dim`). `model.embeddings`, `model.norm_f`.
 pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(
+        f,
+        "nemotron_h",
+        &[
+            "hybrid_override_pattern",
+            "layers_block_type",
+            "ssm_state_size",
+        ],
+    )?;
     let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
     let kinds: Vec<char> = if let Some(p) = f.str("hybrid_override_pattern")? {
@@ -524,6 +545,7 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// a local window of `attention_window_size`. Tied head, `final_norm`. Cache: the conv state and
 /// the LRU state per recurrent layer, the window per attention layer.
 pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "recurrent_gemma", &["block_types"])?;
     let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
     let n = f.layer_count(&["num_hidden_layers"], "the number of layers")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;

@@ -67,6 +67,12 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "nemotron_h",
     "recurrent_gemma",
     "mllama",
+    "internlm2",
+    "chatglm",
+    "baichuan",
+    "phi-msft",
+    "deepseek",
+    "minicpm",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
@@ -104,6 +110,10 @@ pub fn resolve_value(
         "phi" => named::phi(fields)?,
         "stablelm" => named::stablelm(fields)?,
         "dbrx" => named::dbrx(fields)?,
+        "internlm2" => named::internlm2(fields)?,
+        "chatglm" => named::chatglm(fields)?,
+        "baichuan" => named::baichuan(fields)?,
+        "phi-msft" => named::phi_msft(fields)?,
         "llava" | "gemma3" => vision::multimodal(fields, &model_type)?,
         "qwen2_vl" | "qwen2_5_vl" => vision::qwen_vl(fields, &model_type)?,
         "llama4" => vision::llama4(fields)?,

@@ -39,6 +39,9 @@ struct Layout {
     final_norm: Option<&'static str>,
     /// `Conv1D` projections (weights stored `[in, out]`), as openai-gpt has.
     conv1d: bool,
+    /// Gate and up fused into the `up` projection (`[2 × inner, hidden]`, chatglm's
+    /// `dense_h_to_4h`).
+    fused_gate_up: bool,
 }
 
 /// Sizes and switches read from the config.
@@ -164,13 +167,18 @@ fn build(
             );
         }
         let up = format!("{m}.{}", lay.up);
+        let up_out = if lay.fused_gate_up {
+            s.inner.saturating_mul(2)
+        } else {
+            s.inner
+        };
         proj(
             &mut b,
             &lay,
             &up,
             l,
             Component::Mlp,
-            (s.hidden, s.inner),
+            (s.hidden, up_out),
             s.mlp_bias,
         );
         let down = format!("{m}.{}", lay.down);
@@ -289,6 +297,7 @@ fn none(_: &mut Builder, _: &str, _: Option<u32>) {}
 /// `c_fc`/`c_proj` GELU MLP, LayerNorms with bias, a sliding window on every layer when set, a head
 /// tied by default (configuration_starcoder2.py).
 pub(crate) fn starcoder2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "starcoder2", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["hidden_size"],
@@ -327,6 +336,7 @@ pub(crate) fn starcoder2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norms: &["input_layernorm", "post_attention_layernorm"],
         final_norm: Some("model.norm"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let act = f.str("hidden_act")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attention_dropout"], &["residual_dropout"])?;
@@ -346,6 +356,7 @@ pub(crate) fn starcoder2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// learned positions, multi-query attention (`multi_query`, default true: one K/V head fused into
 /// `c_attn`), tied head.
 pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "gpt_bigcode", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["n_embd", "hidden_size"],
@@ -386,6 +397,7 @@ pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norms: &["ln_1", "ln_2"],
         final_norm: Some("transformer.ln_f"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
@@ -405,6 +417,7 @@ pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// MLP in parallel, q/k/v without bias (CodeGen fuses them into `qkv_proj`), `fc_in`/`fc_out` with
 /// bias, an untied `lm_head` with bias.
 pub(crate) fn gptj_like(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, model_type, &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["n_embd", "hidden_size"],
@@ -448,6 +461,7 @@ pub(crate) fn gptj_like(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Co
         norms: &["ln_1"],
         final_norm: Some("transformer.ln_f"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_new");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
@@ -459,6 +473,7 @@ pub(crate) fn gptj_like(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Co
 /// OpenAI GPT (modeling_openai.py): post-norm blocks (`ln_1` after attention, `ln_2` after the MLP)
 /// with `Conv1D` projections and biases, learned positions, no final norm, tied head.
 pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "openai-gpt", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["n_embd", "hidden_size"],
@@ -498,6 +513,7 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norms: &["ln_1", "ln_2"],
         final_norm: None,
         conv1d: true,
+        fused_gate_up: false,
     };
     let act = f.str("afn")?.unwrap_or("gelu");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
@@ -517,6 +533,7 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// biases are removed for the Hub's weights), an MLP of `expansion_ratio` × d_model (4 in the
 /// module), ALiBi (no position parameters), tied head.
 pub(crate) fn mpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "mpt", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["d_model", "hidden_size"],
@@ -564,6 +581,7 @@ pub(crate) fn mpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norms: &["norm_1", "norm_2"],
         final_norm: Some("transformer.norm_f"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let attn_drop = f
         .object("attn_config")?
@@ -586,6 +604,7 @@ pub(crate) fn mpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// Persimmon (modeling_persimmon.py): fused `query_key_value` and `dense` with bias, LayerNorm q/k
 /// norms per head (`qk_layernorm`, default true), a plain squared-ReLU MLP with bias, untied head.
 pub(crate) fn persimmon(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "persimmon", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["hidden_size"],
@@ -623,6 +642,7 @@ pub(crate) fn persimmon(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norms: &["input_layernorm", "post_attention_layernorm"],
         final_norm: Some("model.final_layernorm"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(true);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
@@ -661,6 +681,7 @@ pub(crate) fn persimmon(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// and MLP in parallel, q/k/v/dense with bias, `fc1`/`fc2` with bias, `final_layernorm`, an untied
 /// `lm_head` with bias; optional LayerNorm q/k norms per head (`qk_layernorm`).
 pub(crate) fn phi(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "phi", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["hidden_size"],
@@ -698,6 +719,7 @@ pub(crate) fn phi(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norms: &["input_layernorm"],
         final_norm: Some("model.final_layernorm"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(false);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
@@ -727,6 +749,7 @@ pub(crate) fn phi(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// from `use_qkv_bias`, optional per-head LayerNorm q/k norms (`qk_layernorm`: one weight-only
 /// LayerNorm module per head), no `post_attention_layernorm` with `use_parallel_residual`.
 pub(crate) fn stablelm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "stablelm", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["hidden_size"],
@@ -770,6 +793,7 @@ pub(crate) fn stablelm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         },
         final_norm: Some("model.norm"),
         conv1d: false,
+        fused_gate_up: false,
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(false);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
@@ -794,6 +818,7 @@ pub(crate) fn stablelm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 /// `ffn_config.moe_num_experts` GLU experts stored as three `[experts × ffn_hidden_size, d_model]`
 /// matrices `w1`, `v1`, `w2`; untied head.
 pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "dbrx", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["d_model", "hidden_size"],
@@ -928,4 +953,282 @@ pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         derived: Default::default(),
         warnings: Vec::new(),
     })
+}
+
+/// InternLM2 (the repository's remote code, modeling_internlm2.py): `model.tok_embeddings`, per
+/// layer `attention.wqkv` (q, k and v of each KV group fused, `[(heads + 2 × kv) × head_dim,
+/// hidden]`) and `attention.wo` (biased when `bias`), `feed_forward.w1`/`w3`/`w2` (gated),
+/// `attention_norm`, `ffn_norm` (RMSNorm), `model.norm`, and an untied `output` head.
+pub(crate) fn internlm2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "internlm2", &[])?;
+    let (hidden, layers, heads, vocab, head_dim) = core_sizes(
+        f,
+        &["hidden_size"],
+        &["num_hidden_layers"],
+        &["num_attention_heads"],
+    )?;
+    let bias = f.bool("bias")?.unwrap_or(true);
+    let s = Sizes {
+        hidden,
+        layers,
+        heads,
+        kv_heads: kv_heads(f, heads)?,
+        head_dim,
+        vocab,
+        inner: f.require_any(&["intermediate_size"], "the MLP width")?,
+        max_pos: f.positive("max_position_embeddings")?.unwrap_or(2048),
+        qkv_bias: bias,
+        o_bias: bias,
+        mlp_bias: false,
+        norm: NormKind::RmsNorm,
+        head_bias: false,
+        tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
+        window: None,
+    };
+    let lay = Layout {
+        embed: "model.tok_embeddings",
+        positions: None,
+        layers: "model.layers",
+        attn: "attention",
+        qkv: Qkv::Fused("wqkv"),
+        o: "wo",
+        mlp: "feed_forward",
+        gate: Some("w1"),
+        up: "w3",
+        down: "w2",
+        norms: &["attention_norm", "ffn_norm"],
+        final_norm: Some("model.norm"),
+        conv1d: false,
+        fused_gate_up: false,
+    };
+    let act = f.str("hidden_act")?.unwrap_or("silu");
+    Ok(build(
+        "internlm2",
+        lay,
+        s,
+        true,
+        act,
+        (0.0, 0.0),
+        &none,
+        "output",
+    ))
+}
+
+/// ChatGLM2/3 and GLM-4 before transformers' `glm` (the repository's remote code,
+/// modeling_chatglm.py): `transformer.embedding.word_embeddings` (`padded_vocab_size` rows), per
+/// layer `self_attention.query_key_value` (multi-query groups of `kv_channels`; biased when
+/// `add_qkv_bias` or `add_bias_linear`), `self_attention.dense`, `mlp.dense_h_to_4h` (gate and up
+/// fused, 2 × `ffn_hidden_size`) and `mlp.dense_4h_to_h` (biased when `add_bias_linear`),
+/// `input_layernorm` / `post_attention_layernorm` (RMSNorm when `rmsnorm`), the encoder's
+/// `final_layernorm` (`post_layer_norm`), an untied `transformer.output_layer`, and the
+/// checkpoint's persistent `rotary_pos_emb.inv_freq` buffer (`kv_channels / 4` values: rotary
+/// over half of each head).
+pub(crate) fn chatglm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "chatglm", &[])?;
+    let hidden = f.require_any(&["hidden_size"], "the width of the model")?;
+    let layers = f.layer_count(&["num_layers", "num_hidden_layers"], "the number of layers")?;
+    let heads = f.require_any(&["num_attention_heads"], "the number of attention heads")?;
+    let vocab = f.require_any(
+        &["padded_vocab_size", "vocab_size"],
+        "the vocabulary size (embedding rows)",
+    )?;
+    let head_dim = f.positive("kv_channels")?.unwrap_or(hidden / heads.max(1));
+    let groups = if f.bool("multi_query_attention")?.unwrap_or(false) {
+        f.positive("multi_query_group_num")?.unwrap_or(1)
+    } else {
+        heads
+    };
+    if !heads.is_multiple_of(groups) {
+        return Err(ConfigError::Inconsistent(format!(
+            "num_attention_heads ({heads}) is not a multiple of multi_query_group_num ({groups})"
+        )));
+    }
+    let linear_bias = f.bool("add_bias_linear")?.unwrap_or(false);
+    let rms = f.bool("rmsnorm")?.unwrap_or(true);
+    let s = Sizes {
+        hidden,
+        layers,
+        heads,
+        kv_heads: groups,
+        head_dim,
+        vocab,
+        inner: f.require_any(&["ffn_hidden_size"], "the MLP width")?,
+        max_pos: f.positive("seq_length")?.unwrap_or(2048),
+        qkv_bias: linear_bias || f.bool("add_qkv_bias")?.unwrap_or(false),
+        o_bias: linear_bias,
+        mlp_bias: linear_bias,
+        norm: if rms {
+            NormKind::RmsNorm
+        } else {
+            NormKind::LayerNorm
+        },
+        head_bias: false,
+        tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
+        window: None,
+    };
+    let lay = Layout {
+        embed: "transformer.embedding.word_embeddings",
+        positions: None,
+        layers: "transformer.encoder.layers",
+        attn: "self_attention",
+        qkv: Qkv::Fused("query_key_value"),
+        o: "dense",
+        mlp: "mlp",
+        gate: None,
+        up: "dense_h_to_4h",
+        down: "dense_4h_to_h",
+        norms: &["input_layernorm", "post_attention_layernorm"],
+        final_norm: if f.bool("post_layer_norm")?.unwrap_or(true) {
+            Some("transformer.encoder.final_layernorm")
+        } else {
+            None
+        },
+        conv1d: false,
+        fused_gate_up: true,
+    };
+    let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
+    let mut spec = build(
+        "chatglm",
+        lay,
+        s,
+        true,
+        "silu",
+        drop,
+        &none,
+        "transformer.output_layer",
+    );
+    let mut b = Builder::default();
+    b.buffer(
+        "transformer.rotary_pos_emb.inv_freq",
+        None,
+        Component::Embedding,
+        vec![head_dim / 4],
+    );
+    spec.tensors.extend(b.tensors);
+    Ok(spec)
+}
+
+/// Baichuan / Baichuan2 (the repository's remote code, modeling_baichuan.py): llama names with
+/// q, k and v fused into `self_attn.W_pack` `[3 × hidden, hidden]` (multi-head, no bias); the 7B
+/// models use RoPE and the 13B ALiBi, with the same tensors; Baichuan2's `NormHead` head keeps one
+/// `lm_head.weight`.
+pub(crate) fn baichuan(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "baichuan", &[])?;
+    let (hidden, layers, heads, vocab, head_dim) = core_sizes(
+        f,
+        &["hidden_size"],
+        &["num_hidden_layers"],
+        &["num_attention_heads"],
+    )?;
+    let s = Sizes {
+        hidden,
+        layers,
+        heads,
+        kv_heads: heads,
+        head_dim,
+        vocab,
+        inner: f.require_any(&["intermediate_size"], "the MLP width")?,
+        max_pos: f
+            .positive_any(&["max_position_embeddings", "model_max_length"])?
+            .unwrap_or(4096),
+        qkv_bias: false,
+        o_bias: false,
+        mlp_bias: false,
+        norm: NormKind::RmsNorm,
+        head_bias: false,
+        tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
+        window: None,
+    };
+    let lay = Layout {
+        embed: "model.embed_tokens",
+        positions: None,
+        layers: "model.layers",
+        attn: "self_attn",
+        qkv: Qkv::Fused("W_pack"),
+        o: "o_proj",
+        mlp: "mlp",
+        gate: Some("gate_proj"),
+        up: "up_proj",
+        down: "down_proj",
+        norms: &["input_layernorm", "post_attention_layernorm"],
+        final_norm: Some("model.norm"),
+        conv1d: false,
+        fused_gate_up: false,
+    };
+    let act = f.str("hidden_act")?.unwrap_or("silu");
+    Ok(build(
+        "baichuan",
+        lay,
+        s,
+        true,
+        act,
+        (0.0, 0.0),
+        &none,
+        "lm_head",
+    ))
+}
+
+/// Phi-1.5 / Phi-2 as first published (`model_type` "phi-msft", the repository's remote code
+/// modeling_phi.py of December 2023): `transformer.embd.wte`, parallel blocks `transformer.h.N`
+/// with one biased LayerNorm `ln`, `mixer.Wqkv` and `mixer.out_proj` with bias, `mlp.fc1`/`fc2`
+/// with bias, and the head `lm_head.ln` (the final LayerNorm) + `lm_head.linear` (biased).
+pub(crate) fn phi_msft(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
+    super::decoder::refuse_keys_outside(f, "phi-msft", &[])?;
+    let (hidden, layers, heads, vocab, head_dim) = core_sizes(
+        f,
+        &["n_embd", "hidden_size"],
+        &["n_layer", "num_hidden_layers"],
+        &["n_head", "num_attention_heads"],
+    )?;
+    let kv = f.positive("n_head_kv")?.unwrap_or(heads);
+    if !heads.is_multiple_of(kv) {
+        return Err(ConfigError::Inconsistent(format!(
+            "n_head ({heads}) is not a multiple of n_head_kv ({kv})"
+        )));
+    }
+    let s = Sizes {
+        hidden,
+        layers,
+        heads,
+        kv_heads: kv,
+        head_dim,
+        vocab,
+        inner: f.positive("n_inner")?.unwrap_or(hidden.saturating_mul(4)),
+        max_pos: f.positive("n_positions")?.unwrap_or(2048),
+        qkv_bias: true,
+        o_bias: true,
+        mlp_bias: true,
+        norm: NormKind::LayerNorm,
+        head_bias: true,
+        tie: false,
+        window: None,
+    };
+    let lay = Layout {
+        embed: "transformer.embd.wte",
+        positions: None,
+        layers: "transformer.h",
+        attn: "mixer",
+        qkv: Qkv::Fused("Wqkv"),
+        o: "out_proj",
+        mlp: "mlp",
+        gate: None,
+        up: "fc1",
+        down: "fc2",
+        norms: &["ln"],
+        final_norm: Some("lm_head.ln"),
+        conv1d: false,
+        fused_gate_up: false,
+    };
+    let act = f.str("activation_function")?.unwrap_or("gelu_new");
+    let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
+    Ok(build(
+        "phi-msft",
+        lay,
+        s,
+        false,
+        act,
+        drop,
+        &none,
+        "lm_head.linear",
+    ))
 }
