@@ -610,6 +610,42 @@ pub const PRESETS: &[Preset] = &[
         published_rounded: "11B (model name)",
         origin: "reconstructed: the published sizes (checked against test configs that quote them); keys that size nothing may differ",
     },
+    Preset {
+        id: "internlm__internlm2_5-7b-chat",
+        repo: "internlm/internlm2_5-7b-chat",
+        family: "InternLM",
+        json: include_str!("../presets/internlm__internlm2_5-7b-chat.json"),
+        published_params: 7737708544,
+        published_rounded: "7B (model name); the names and bytes of internlm2-chat-7b's published index match the remote-code model exactly",
+        origin: "mlc-llm's copy of the published config (model_preset.py), auto_map restored",
+    },
+    Preset {
+        id: "THUDM__chatglm3-6b",
+        repo: "THUDM/chatglm3-6b",
+        family: "GLM",
+        json: include_str!("../presets/THUDM__chatglm3-6b.json"),
+        published_params: 6243584032,
+        published_rounded: "6B (model name); the published index's total_size 12,487,168,064 B = (6,243,584,000 parameters + the 32-value inv_freq buffer) × 2 B",
+        origin: "the published file, from a git clone of the Hub repository (czk1997/chatglm3-copy @456aa875)",
+    },
+    Preset {
+        id: "deepseek-ai__deepseek-moe-16b-base",
+        repo: "deepseek-ai/deepseek-moe-16b-base",
+        family: "DeepSeek",
+        json: include_str!("../presets/deepseek-ai__deepseek-moe-16b-base.json"),
+        published_params: 16375728128,
+        published_rounded: "16.4B total, 2.8B active (model listings)",
+        origin: "mlc-llm's copy of the published config (model_preset.py), auto_map restored",
+    },
+    Preset {
+        id: "openbmb__MiniCPM-2B-sft-bf16",
+        repo: "openbmb/MiniCPM-2B-sft-bf16",
+        family: "MiniCPM",
+        json: include_str!("../presets/openbmb__MiniCPM-2B-sft-bf16.json"),
+        published_params: 2724880896,
+        published_rounded: "2.4B without embeddings (model card; 2,442,057,984 here)",
+        origin: "mlc-llm's copy of the published config (model_preset.py), auto_map restored",
+    },
 ];
 
 /// The preset with this id.
