@@ -285,6 +285,8 @@ pub struct Strings {
     /// Label of a preset's reference count when it is transformers' own (only a rounded figure is
     /// published).
     pub transformers_count: &'static str,
+    /// Label of how a bundled config that is not a verbatim copy was obtained.
+    pub config_origin: &'static str,
     /// Warnings heading.
     pub warnings: &'static str,
     /// Source label for files.
@@ -332,6 +334,7 @@ pub static EN: Strings = Strings {
     active: "Active per token",
     published: "Published count",
     transformers_count: "transformers' own count",
+    config_origin: "Config text",
     warnings: "Assumptions made",
     from_file: "file",
     from_preset: "preset",
@@ -375,6 +378,7 @@ pub static ZH: Strings = Strings {
     active: "每 token 激活",
     published: "官方公布",
     transformers_count: "transformers 实际构建的参数量",
+    config_origin: "配置来源",
     warnings: "所做的假设",
     from_file: "文件",
     from_preset: "预设",

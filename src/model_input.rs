@@ -319,7 +319,7 @@ pub fn PasteBox() -> impl IntoView {
     }
 }
 
-/// Families in the order the presets list them.
+/// Families alphabetically, the catch-all groups ("Other decoders", "Encoder & classic") last.
 fn families() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for p in PRESETS {
@@ -327,6 +327,12 @@ fn families() -> Vec<&'static str> {
             out.push(p.family);
         }
     }
+    out.sort_by_key(|f| {
+        (
+            matches!(*f, "Other decoders" | "Encoder & classic"),
+            f.to_lowercase(),
+        )
+    });
     out
 }
 

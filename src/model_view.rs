@@ -27,6 +27,13 @@ pub fn ModelView() -> impl IntoView {
 fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
     let s = lang.strings();
     let sum = ModelSummary::of(&m.spec);
+    // A bundled config that is not a verbatim copy of the repository's says so beside its name.
+    let origin = match &m.source {
+        ModelSource::Preset(id) => presets::find(id)
+            .map(|p| p.origin)
+            .filter(|o| !o.is_empty()),
+        _ => None,
+    };
     let source = match &m.source {
         ModelSource::Preset(id) => format!("{} · {}", s.from_preset, id.replace("__", "/")),
         ModelSource::File(name) => format!("{} · {}", s.from_file, name),
@@ -112,6 +119,9 @@ fn render_model(lang: Lang, m: &LoadedModel) -> impl IntoView {
                 <span data-testid="model-name">{m.spec.name.clone()}</span>
             </h2>
             <p class="source" data-testid="model-source">{source}</p>
+            {origin.map(|o| view! {
+                <p class="source" data-testid="preset-origin">{s.config_origin} ": " {o}</p>
+            })}
             <crate::checkpoint_view::CheckpointSource />
             <SupportBanner />
             {m.spec.gguf.as_ref().map(|g| view! {

@@ -646,6 +646,15 @@ pub const PRESETS: &[Preset] = &[
         published_rounded: "2.4B without embeddings (model card; 2,442,057,984 here)",
         origin: "mlc-llm's copy of the published config (model_preset.py), auto_map restored",
     },
+    Preset {
+        id: "baichuan-inc__Baichuan2-7B-Chat",
+        repo: "baichuan-inc/Baichuan2-7B-Chat",
+        family: "Baichuan",
+        json: include_str!("../presets/baichuan-inc__Baichuan2-7B-Chat.json"),
+        published_params: 7505973248,
+        published_rounded: "7B (model name)",
+        origin: "mlc-llm's copy of the published config (model_preset.py), auto_map restored",
+    },
 ];
 
 /// The preset with this id.

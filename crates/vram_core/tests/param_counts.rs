@@ -43,6 +43,11 @@ fn every_shared_config_is_bundled_and_every_other_preset_has_a_transformers_fixt
         .filter(|l| l.contains("\tpublished count") || l.contains("\tbare BertModel"))
         .count();
     assert_eq!(shared, 37, "the 37 configs of the shared collection");
+    assert_eq!(
+        index.lines().count() - 1,
+        PRESETS.len(),
+        "one INDEX.tsv row per preset"
+    );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/headers");
     for p in PRESETS {
         if p.published_rounded.is_empty() {
