@@ -5,16 +5,16 @@ use vram_core::presets::PRESETS;
 use vram_core::{parse_config, ParamCounts};
 
 fn main() {
-    println!("| config | model_type | computed | published | active | match |");
+    println!("| config | model_type | computed | reference | active | match |");
     println!("|---|---|---:|---:|---:|---|");
     for p in PRESETS {
         match parse_config(p.json, Some(p.id)) {
             Ok(spec) => {
                 let c = ParamCounts::of(&spec);
-                let ok = if c.total == p.published_params {
-                    "exact"
-                } else {
-                    "MISMATCH"
+                let ok = match (c.total == p.published_params, p.published_rounded) {
+                    (true, "") => "exact (published)".to_string(),
+                    (true, rounded) => format!("exact (transformers; published {rounded})"),
+                    (false, _) => "MISMATCH".to_string(),
                 };
                 println!(
                     "| {} | {} | {} | {} | {} | {ok} |",
