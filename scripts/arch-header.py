@@ -7,6 +7,10 @@
     $PY scripts/arch-header.py CONFIG --remote DIR   # remote-code models: DIR holds the repo's
                                                      # configuration_*.py and modeling_*.py
 
+EXAONE 3.x is native only from transformers 5.2x (built as LlamaForCausalLM): its fixture was
+written with transformers 5.25 put first on the path (PYTHONPATH=DIR holding transformers 5.25 and
+huggingface_hub 2.x, installed with `pip install --target DIR --no-deps`).
+
 The model class named by the config's `architectures[0]` (or `auto_map` for remote code) is built
 on the meta device, so no weight is allocated and a 400B model takes a second. The fixture lists
 every tensor `save_pretrained` would write: parameters once each (a tied `lm_head` is dropped, as

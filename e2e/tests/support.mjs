@@ -27,15 +27,15 @@ test('support: an unknown model_type shows the generic-reading banner beside its
   await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2.5-3B');
   await waitFor(page, () => !!document.querySelector('[data-testid="total-params"]'), null, 'the preset');
   assertEq(await page.$$eval('[data-testid="support-banner"]', (e) => e.length), 0, 'no banner for a modelled preset');
-  // EXAONE 3.x: a real model_type vram does not model (its published code could not be checked)
-  const config = { model_type: 'exaone', ...LLAMA_LIKE };
-  const cli = cliJson(['estimate', writeConfig('exaone.json', config), '--json']);
+  // OLMo 1 (model_type "olmo"): a real model_type vram does not model
+  const config = { model_type: 'olmo', ...LLAMA_LIKE };
+  const cli = cliJson(['estimate', writeConfig('olmo.json', config), '--json']);
   assertEq(cli.model.support, 'generic', 'the CLI calls it generic');
-  await dropFile(page, 'exaone.json', Buffer.from(JSON.stringify(config)));
+  await dropFile(page, 'olmo.json', Buffer.from(JSON.stringify(config)));
   await waitForTotal(page, String(cli.parameters.total));
   await waitFor(page, () => document.querySelectorAll('[data-testid="support-banner"]').length === 2, null, 'a banner with the model and one with the results');
   const text = await page.textContent('[data-testid="support-banner"]');
-  assert(text.includes('exaone') && text.includes('not verified'), 'banner text: ' + text);
+  assert(text.includes('olmo') && text.includes('not verified'), 'banner text: ' + text);
   assertEq(await page.getAttribute('[data-testid="support-banner"]', 'data-support'), 'generic', 'data-support');
 });
 

@@ -195,6 +195,41 @@ pub fn combine(
 /// GPT-NeoX's `embed_out` → `lm_head`, and llava's `language_model.model.` /
 /// `vision_tower.vision_model.` / `multi_modal_projector.` prefixes under `model.`.
 pub fn canonical(name: &str) -> String {
+    canonical_for("", name)
+}
+
+/// [`canonical`] with the renames `transformers` applies to one architecture's checkpoints only:
+/// EXAONE 3.x's GPT-2-style names (`transformer.h.N.attn.attention.q_proj`, `mlp.c_fc_0`, …) onto
+/// the Llama module tree it is built as (`conversion_mapping.py`, "exaone").
+pub fn canonical_for(model_type: &str, name: &str) -> String {
+    if model_type == "exaone" {
+        let mut n = name.to_string();
+        for (from, to) in [
+            ("transformer.wte.", "model.embed_tokens."),
+            ("transformer.h.", "model.layers."),
+            ("transformer.ln_f.", "model.norm."),
+        ] {
+            if let Some(rest) = n.strip_prefix(from) {
+                n = format!("{to}{rest}");
+            }
+        }
+        for (from, to) in [
+            (".attn.attention.", ".self_attn."),
+            (".self_attn.out_proj.", ".self_attn.o_proj."),
+            (".ln_1.", ".input_layernorm."),
+            (".ln_2.", ".post_attention_layernorm."),
+            (".mlp.c_fc_0.", ".mlp.gate_proj."),
+            (".mlp.c_fc_1.", ".mlp.up_proj."),
+            (".mlp.c_proj.", ".mlp.down_proj."),
+        ] {
+            n = n.replace(from, to);
+        }
+        return canonical_generic(&n);
+    }
+    canonical_generic(name)
+}
+
+fn canonical_generic(name: &str) -> String {
     let name = if let Some(b) = name.strip_suffix(".qweight") {
         format!("{b}.weight")
     } else if let Some(b) = name.strip_suffix("_blocks") {
@@ -266,7 +301,7 @@ pub fn attach(spec: &mut crate::ModelSpec, c: CheckpointCount) -> Vec<String> {
                 if config.contains(n) {
                     n.clone()
                 } else {
-                    canonical(n)
+                    canonical_for(&spec.model_type, n)
                 }
             })
             .collect();

@@ -655,6 +655,15 @@ pub const PRESETS: &[Preset] = &[
         published_rounded: "7B (model name)",
         origin: "mlc-llm's copy of the published config (model_preset.py), auto_map restored",
     },
+    Preset {
+        id: "LGAI-EXAONE__EXAONE-3.0-7.8B-Instruct",
+        repo: "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct",
+        family: "EXAONE",
+        json: include_str!("../presets/LGAI-EXAONE__EXAONE-3.0-7.8B-Instruct.json"),
+        published_params: 7818448896,
+        published_rounded: "7.8B (model name)",
+        origin: "transcribed from a printout of the loaded config in a public README (_name_or_path dropped)",
+    },
 ];
 
 /// The preset with this id.

@@ -237,3 +237,37 @@ fn a_mixtral_checkpoint_with_one_tensor_per_expert_agrees_with_the_fused_module_
         "per-expert names map onto the fused tensors"
     );
 }
+
+#[test]
+fn an_exaone_checkpoint_with_its_gpt2_style_names_agrees_with_the_llama_module_tree() {
+    // EXAONE-3.0-7.8B's shards say `transformer.h.3.attn.attention.q_proj.weight`,
+    // `mlp.c_fc_0`…; transformers 5.2x loads them into LlamaForCausalLM's names.
+    let mut s = spec("LGAI-EXAONE__EXAONE-3.0-7.8B-Instruct");
+    let entries: Vec<(String, &str, Vec<u64>)> = tensors(&s)
+        .into_iter()
+        .map(|(n, sh, _)| {
+            let hub = n
+                .replace("model.embed_tokens.", "transformer.wte.")
+                .replace("model.layers.", "transformer.h.")
+                .replace("model.norm.", "transformer.ln_f.")
+                .replace(".self_attn.o_proj.", ".attn.attention.out_proj.")
+                .replace(".self_attn.", ".attn.attention.")
+                .replace(".input_layernorm.", ".ln_1.")
+                .replace(".post_attention_layernorm.", ".ln_2.")
+                .replace(".mlp.gate_proj.", ".mlp.c_fc_0.")
+                .replace(".mlp.up_proj.", ".mlp.c_fc_1.")
+                .replace(".mlp.down_proj.", ".mlp.c_proj.");
+            (hub, "BF16", sh)
+        })
+        .collect();
+    assert!(entries
+        .iter()
+        .any(|e| e.0 == "transformer.h.31.attn.attention.out_proj.weight"));
+    let h = parse_header(&header(&entries)).unwrap();
+    let c = count(std::slice::from_ref(&h), None);
+    assert_eq!(c.params, 7_818_448_896);
+    assert!(
+        attach(&mut s, c).is_empty(),
+        "EXAONE's names map onto the Llama tree"
+    );
+}

@@ -151,6 +151,9 @@ fn flavor(f: Fields<'_>, model_type: &str) -> Result<Flavor, ConfigError> {
             sinks: true,
             ..base
         },
+        // EXAONE 3.x: transformers 5.2x builds it as LlamaForCausalLM (configuration_exaone.py),
+        // renaming the checkpoint's GPT-2-style names on load (checkpoint::canonical_for).
+        "exaone" => base,
         // Llama4TextDecoderLayer: `feed_forward` (a routed MoE with a shared expert, or a dense
         // MLP of intermediate_size_mlp); its q/k norm is a weightless L2 norm.
         "llama4_text" => Flavor {

@@ -73,6 +73,7 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "phi-msft",
     "deepseek",
     "minicpm",
+    "exaone",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
