@@ -299,7 +299,13 @@ pub fn attach(spec: &mut crate::ModelSpec, c: CheckpointCount) -> Vec<String> {
             .iter()
             .map(|n| {
                 if config.contains(n) {
-                    n.clone()
+                    return n.clone();
+                }
+                // per-expert names fused in place first (arctic keeps `block_sparse_moe`), then
+                // every rename
+                let fused = fuse_expert(n).unwrap_or_else(|| n.clone());
+                if config.contains(&fused) {
+                    fused
                 } else {
                     canonical_for(&spec.model_type, n)
                 }

@@ -973,6 +973,22 @@ fn read_moe(f: Fields<'_>, model_type: &str, intermediate: u64) -> Result<MoeLay
             layout.dense_intermediate = Some(f.positive("intermediate_size_mlp")?.unwrap_or(16384));
             (intermediate, moe)
         }
+        // Snowflake Arctic (its repository's modeling_arctic.py and ds_to_hf_converter.py): layer i
+        // is MoE when i % moe_layer_frequency == moe_layer_frequency − 1; with
+        // parallel_attn_mlp_res every layer also has a dense residual MLP of hidden_size.
+        "arctic" => {
+            let freq = f.positive("moe_layer_frequency")?.unwrap_or(2);
+            if freq != 1 {
+                return Err(f.invalid(
+                    "moe_layer_frequency",
+                    "1 (every published Arctic layer is MoE; the dense layers of other frequencies are not modelled)",
+                    &serde_json::json!(freq),
+                ));
+            }
+            let residual = f.bool("parallel_attn_mlp_res")?.unwrap_or(false);
+            let hidden = f.positive("hidden_size")?.unwrap_or(0);
+            (if residual { hidden } else { 0 }, vec![true; num_layers])
+        }
         "gpt_oss" => {
             layout.router_bias = true;
             (0, vec![true; num_layers])
@@ -1011,6 +1027,7 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
     // GraniteMoeDecoderLayer keeps its experts in `block_sparse_moe` with a `router`.
     let (block, router) = match model_type {
         "granitemoe" => ("block_sparse_moe", "router"),
+        "arctic" => ("block_sparse_moe", "gate"),
         "llama4_text" => ("feed_forward", "router"),
         _ => ("mlp", "gate"),
     };
@@ -1097,6 +1114,25 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         Component::Experts,
         down,
     );
+    if shared_intermediate_size > 0 && model_type == "arctic" {
+        // ArcticDecoderLayer with parallel_attn_mlp_res: a dense residual MLP (`residual_mlp.w1`,
+        // `w3`, `w2`, hidden_size wide) beside the MoE, on its own `residual_layernorm`; always
+        // active, so it is counted as a shared expert.
+        let r = format!("{p}.residual_mlp");
+        let c = Component::SharedExperts;
+        let i = shared_intermediate_size;
+        b.linear(&format!("{r}.w1"), Some(l), c, hidden, i, false);
+        b.linear(&format!("{r}.w3"), Some(l), c, hidden, i, false);
+        b.linear(&format!("{r}.w2"), Some(l), c, i, hidden, false);
+        b.norm(
+            &format!("{p}.residual_layernorm"),
+            Some(l),
+            Component::Norm,
+            hidden,
+            false,
+        );
+        return;
+    }
     if shared_intermediate_size > 0 {
         let name = if model_type.starts_with("qwen") || model_type == "llama4_text" {
             "shared_expert"

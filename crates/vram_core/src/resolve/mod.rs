@@ -74,6 +74,7 @@ pub const KNOWN_MODEL_TYPES: &[&str] = &[
     "deepseek",
     "minicpm",
     "exaone",
+    "arctic",
 ];
 
 /// Parses a HuggingFace `config.json` text into a validated [`ModelSpec`].
