@@ -73,6 +73,25 @@ fn kv_kinds(spec: &crate::ModelSpec) -> String {
     parts.join(" + ")
 }
 
+/// Whether the training estimate covers a spec, or why it is refused (`train::activations`).
+fn training_kind(spec: &crate::ModelSpec) -> &'static str {
+    match spec.kind {
+        ModelKind::EncoderDecoder => "refused (encoder–decoder activations not modelled)",
+        ModelKind::StateSpace => "refused (state-space activations not modelled)",
+        _ if spec.layers.iter().any(|l| l.ssm.is_some()) => {
+            "refused (hybrid state-space layers not modelled)"
+        }
+        _ if spec
+            .layers
+            .iter()
+            .any(|l| l.cross_attention.is_some() && l.attention.is_none()) =>
+        {
+            "refused (image cross-attention layers not modelled)"
+        }
+        _ => "modelled",
+    }
+}
+
 fn ffn_kind(spec: &crate::ModelSpec) -> &'static str {
     let moe = spec
         .layers
@@ -104,9 +123,9 @@ pub fn markdown() -> String {
          one by one against the model `transformers` builds from it on the meta device \
          (`crates/vram_core/tests/headers/`, written by `scripts/arch-header.py`).\n\n",
     );
-    s.push_str("Each architecture is modelled for parameter counts, training (HF transformers), inference (HF transformers, vLLM, llama.cpp) and its KV cache.\n\n");
-    s.push_str("| model_type | resolver | bundled configs (computed count, checked against) | FFN | KV cache layers (first config) |\n");
-    s.push_str("|---|---|---|---|---|\n");
+    s.push_str("Each architecture is modelled for parameter counts, inference (HF transformers, vLLM, llama.cpp) and its KV cache; the training column says where the training estimate (HF transformers) is refused instead.\n\n");
+    s.push_str("| model_type | resolver | bundled configs (computed count, checked against) | FFN | KV cache layers (first config) | training |\n");
+    s.push_str("|---|---|---|---|---|---|\n");
     for mt in crate::KNOWN_MODEL_TYPES {
         let mut configs = Vec::new();
         let mut first_spec = None;
@@ -147,9 +166,10 @@ pub fn markdown() -> String {
             Some(spec) => (ffn_kind(spec).to_string(), kv_kinds(spec)),
             None => ("—".into(), "—".into()),
         };
+        let training = first_spec.as_ref().map_or("modelled", training_kind);
         let _ = writeln!(
             s,
-            "| `{mt}` | {} | {} | {ffn} | {kv} |",
+            "| `{mt}` | {} | {} | {ffn} | {kv} | {training} |",
             resolver(mt),
             if configs.is_empty() {
                 match *mt {
