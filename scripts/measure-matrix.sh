@@ -81,6 +81,8 @@ if partial and old:
     new_ids = {c["id"] for c in doc["cases"]}
     doc["cases"] = [c for c in old.get("cases", []) if c["id"] not in new_ids] + doc["cases"]
     doc["wall_seconds_total"] = old.get("wall_seconds_total")
+    doc["generated"] = old.get("generated", doc["generated"])
+    doc["updated"] = datetime.date.today().isoformat()
 json.dump(doc, open(sys.argv[2], "w"), indent=2)
 open(sys.argv[2], "a").write("\n")
 PY

@@ -633,14 +633,18 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
                 out = model(input_ids=ids, **kw)
             # as generate(): an fp32 copy of the last position's logits, greedy choice
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = out.past_key_values
+            # state-space models (mamba, falcon-mamba) return their cache as `cache_params`
+            cache_key = "past_key_values"
+            if getattr(out, "past_key_values", None) is None and getattr(out, "cache_params", None) is not None:
+                cache_key = "cache_params"
+            cache = getattr(out, cache_key)
             del out
             measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch))
         with tracker.phase("decode"):
             with autocast():
-                out = model(input_ids=nxt, past_key_values=cache, **kw)
+                out = model(input_ids=nxt, **{cache_key: cache}, **kw)
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = out.past_key_values
+            cache = getattr(out, cache_key)
             del out
             measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
     if not accepts_keep:

@@ -18,11 +18,11 @@ fn nemotron_h_caches_attention_tokens_and_a_mamba2_state_per_sequence() {
     let est = estimate_inference(&s, &Scenario::inference(), &DeviceOverheads::default()).unwrap();
     // attention: 4 layers × K and V × 8 KV heads × 128 × 2 B
     assert_eq!(est.kv_bytes_per_token, 4 * 2 * 8 * 128 * 2);
-    // mamba-2 (transformers): conv state (7,680 + 2 × 8 × 128 = 9,728 channels) × kernel 4 and
-    // ssm state 96 heads × 80 × 128, bf16, in 21 layers
+    // mamba-2 (transformers): conv state (7,680 + 2 × 8 × 128 = 9,728 channels) × kernel 4 in
+    // bf16, and the scan's final state 96 heads × 80 × 128 in fp32, in 21 layers
     assert_eq!(
         est.state_bytes_per_sequence,
-        21 * (9_728 * 4 + 7_680 * 128) * 2
+        21 * (9_728 * 4 * 2 + 7_680 * 128 * 4)
     );
 }
 
@@ -32,8 +32,8 @@ fn jamba_caches_its_four_attention_layers_and_28_mamba_states() {
     let s = spec("ai21labs__AI21-Jamba-1.5-Mini");
     let est = estimate_inference(&s, &Scenario::inference(), &DeviceOverheads::default()).unwrap();
     assert_eq!(est.kv_bytes_per_token, 4 * 2 * 8 * 128 * 2);
-    // mamba: d_inner 8,192 × (conv 4 + state 16), bf16, in 28 layers
-    assert_eq!(est.state_bytes_per_sequence, 28 * 8_192 * (4 + 16) * 2);
+    // mamba: d_inner 8,192 × conv 4 in bf16 + 8,192 × state 16 in fp32, in 28 layers
+    assert_eq!(est.state_bytes_per_sequence, 28 * 8_192 * (4 * 2 + 16 * 4));
 }
 
 #[test]
@@ -47,8 +47,8 @@ fn recurrent_gemma_caches_a_window_per_attention_layer_and_an_lru_state_per_recu
         est.kv_cache_bytes,
         8 * 2 * 256 * 2 * 2_048 + est.state_bytes_per_sequence
     );
-    // 18 recurrent layers × lru 2,560 × (conv 4 + LRU state 1), bf16
-    assert_eq!(est.state_bytes_per_sequence, 18 * 2_560 * (4 + 1) * 2);
+    // 18 recurrent layers × lru 2,560 × (conv 4 in bf16 + the LRU state in fp32)
+    assert_eq!(est.state_bytes_per_sequence, 18 * 2_560 * (4 * 2 + 4));
 }
 
 #[test]
@@ -82,4 +82,29 @@ fn mllama_caches_self_attention_tokens_and_one_image_per_cross_attention_layer()
         .unwrap_err()
         .to_string();
     assert!(err.contains("cross-attention"), "{err}");
+}
+
+#[test]
+fn transformers_keeps_the_ssm_state_in_fp32_and_vllm_in_the_model_dtype() {
+    // mamba-130m in bf16, measured on CPU with `vram measure --mode infer --dtype bf16` (transformers
+    // 5.17): 2,654,208 B of cache = 24 layers × (conv 1,536 × 4 × 2 B + state 1,536 × 16 × 4 B)
+    let s = spec("state-spaces__mamba-130m-hf");
+    let mut sc = Scenario::inference();
+    sc.seq_len = 512;
+    let est = estimate_inference(&s, &sc, &DeviceOverheads::default()).unwrap();
+    assert_eq!(
+        est.state_bytes_per_sequence,
+        24 * (1_536 * 4 * 2 + 1_536 * 16 * 4)
+    );
+    assert_eq!(est.state_bytes_per_sequence, 2_654_208);
+    // vLLM (mamba_ssm_cache_dtype "auto"): both states in bf16, conv kernel − 1 columns
+    let layout = vram_core::infer::kv_cache::KvLayout::new(
+        &s,
+        vram_core::scenario::Engine::Vllm,
+        vram_core::infer::kv_cache::KvDtype::Bf16,
+        vram_core::scenario::Dtype::Bf16,
+        1,
+        false,
+    );
+    assert_eq!(layout.state_bytes_per_sequence(), 24 * 1_536 * (3 + 16) * 2);
 }

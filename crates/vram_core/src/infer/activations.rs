@@ -224,10 +224,14 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
             return t.saturating_mul(width).saturating_mul(a);
         }
         let proj = t.saturating_mul(h + 4 * ssm.d_inner).saturating_mul(a);
+        // transformers 5 `mamba_selective_scan` (torch path): `discrete_A`, `discrete_B` and
+        // `deltaB_u`, each [batch, d_inner, T, state] in fp32, all bound through the recurrence;
+        // at `deltaB_u`'s creation also the fp32 copy of the scan's input [batch, d_inner, T]
         let scan = t
             .saturating_mul(ssm.d_inner)
             .saturating_mul(ssm.state_size)
-            .saturating_mul(2 * 4);
+            .saturating_mul(3 * 4)
+            .saturating_add(t.saturating_mul(ssm.d_inner).saturating_mul(4));
         proj.saturating_add(scan)
     });
     let (ffn, routing) = ffn_only_bytes(spec, layer, s);

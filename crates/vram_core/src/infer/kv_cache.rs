@@ -139,8 +139,13 @@ pub enum LayerCache {
     },
     /// A fixed state per sequence.
     State {
-        /// Elements per sequence.
+        /// Elements per sequence kept in the compute dtype (the convolution state).
         elements_per_sequence: u64,
+        /// Elements per sequence kept in fp32: transformers stores the scan's final SSM / LRU
+        /// state as the scan returns it, in fp32 (`mamba_selective_scan`'s `state.float()`,
+        /// RecurrentGemma's `recurrent_states` in `torch.float32`); 0 for vLLM, whose
+        /// `mamba_ssm_cache_dtype` "auto" keeps it in the model dtype.
+        fp32_elements_per_sequence: u64,
     },
     /// Nothing cached.
     None,
@@ -225,11 +230,17 @@ impl KvLayout {
                             Engine::Vllm => ssm.conv_kernel.saturating_sub(1),
                         };
                         // conv state [conv channels, kernel] + ssm state [d_inner, state]
-                        return LayerCache::State {
-                            elements_per_sequence: ssm
-                                .conv_channels()
-                                .saturating_mul(conv)
-                                .saturating_add(ssm.d_inner.saturating_mul(ssm.state_size)),
+                        let conv_state = ssm.conv_channels().saturating_mul(conv);
+                        let ssm_state = ssm.d_inner.saturating_mul(ssm.state_size);
+                        return match engine {
+                            Engine::Transformers => LayerCache::State {
+                                elements_per_sequence: conv_state,
+                                fp32_elements_per_sequence: ssm_state,
+                            },
+                            Engine::Vllm | Engine::LlamaCpp => LayerCache::State {
+                                elements_per_sequence: conv_state.saturating_add(ssm_state),
+                                fp32_elements_per_sequence: 0,
+                            },
                         };
                     }
                     let Some(a) = l.attention else {
@@ -402,8 +413,10 @@ impl KvLayout {
             .map(|(l, n)| match *l {
                 LayerCache::State {
                     elements_per_sequence,
+                    fp32_elements_per_sequence,
                 } => elements_per_sequence
                     .saturating_mul(self.compute.bytes())
+                    .saturating_add(fp32_elements_per_sequence.saturating_mul(4))
                     .saturating_mul(*n),
                 _ => 0,
             })
@@ -442,7 +455,10 @@ impl KvLayout {
                 let one = match *l {
                     LayerCache::State {
                         elements_per_sequence,
-                    } => elements_per_sequence.saturating_mul(self.compute.bytes()),
+                        fp32_elements_per_sequence,
+                    } => elements_per_sequence
+                        .saturating_mul(self.compute.bytes())
+                        .saturating_add(fp32_elements_per_sequence.saturating_mul(4)),
                     _ => self
                         .layer_bytes_per_token(l)
                         .saturating_mul(self.held_tokens(l, tokens, moment)),
