@@ -163,10 +163,32 @@ fn attention_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u6
         )
     };
     let eager = matches!(s.attention, AttentionImpl::Eager) || always_eager(spec);
+    // MLA in transformers ≥ 5.15 caches the compressed latent and expands all cached tokens in every
+    // forward (`expand_kv`): kv_b_proj's output [kv_len, heads × (nope + v)] (whose split halves are
+    // views) and the new key [kv_len, heads × (nope + rope)].
+    let mla_expand = a.mla.map_or(0, |m| {
+        let per_token = a.num_heads.saturating_mul(
+            m.qk_nope_head_dim
+                .saturating_add(a.v_head_dim)
+                .saturating_add(m.qk_nope_head_dim)
+                .saturating_add(m.qk_rope_head_dim),
+        );
+        s.batch
+            .saturating_mul(s.kv_len)
+            .saturating_mul(per_token)
+            .saturating_mul(s.act_bytes)
+    });
     if !eager {
-        let width = h + 2 * q + 2 * k + v;
+        let width = if a.mla.is_some() {
+            h + 2 * q + v
+        } else {
+            h + 2 * q + 2 * k + v
+        };
         return (
-            s.t().saturating_mul(width).saturating_mul(s.act_bytes),
+            s.t()
+                .saturating_mul(width)
+                .saturating_mul(s.act_bytes)
+                .saturating_add(mla_expand),
             0,
             0,
         );
@@ -195,7 +217,9 @@ fn attention_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u6
         .saturating_mul(s.kv_len)
         .saturating_mul(score_bytes_per_element(spec, s.act_bytes));
     (
-        base.saturating_add(repeat).saturating_add(scores),
+        base.saturating_add(repeat)
+            .saturating_add(scores)
+            .saturating_add(mla_expand),
         scores,
         repeat,
     )

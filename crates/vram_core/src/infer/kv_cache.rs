@@ -10,9 +10,10 @@
 //!   blocks that left the window: `⌈(window − 1) / block⌉ + 1` blocks per sequence at most.
 //! - MLA (DeepSeek-V2/V3, Kimi-K2): vLLM caches the compressed latent and the shared rotary key,
 //!   `kv_lora_rank + qk_rope_head_dim` elements per token and layer (`MLAAttentionSpec`, one "head",
-//!   no separate V). HF transformers (`modeling_deepseek_v3.py`) caches the decompressed per-head keys
-//!   `num_heads × (qk_nope + qk_rope)` and values `num_heads × v_head_dim` (values padded to the key
-//!   width under flash-attention 2).
+//!   no separate V). HF transformers caches the same latent since 5.15 (`modeling_deepseek_v3.py`:
+//!   "cache read / write is performed while the latent KV is still compressed"); 5.14 and earlier
+//!   cached the decompressed per-head keys and values (the llama.cpp view below still describes
+//!   those).
 //! - State-space layers (mamba): a fixed state per sequence, `d_inner × (conv_kernel + state_size)`
 //!   elements in HF `MambaCache`; vLLM keeps `conv_kernel − 1` conv columns (`MambaSpec`).
 //! - Encoder–decoder (t5): cross-attention K/V of every encoder token in every decoder layer
@@ -247,11 +248,16 @@ impl KvLayout {
                         return LayerCache::None;
                     };
                     let (elements, heads) = match (a.mla, engine) {
-                        (Some(m), Engine::Vllm) => {
+                        // vLLM, and transformers ≥ 5.15 (DeepseekV2/V3Attention: "cache read /
+                        // write is performed while the latent KV is still compressed"): the
+                        // normed latent and the rotary key, one "head"
+                        (Some(m), Engine::Vllm | Engine::Transformers) => {
                             last_mla = Some(a);
                             (m.kv_lora_rank.saturating_add(m.qk_rope_head_dim), 1)
                         }
-                        (Some(_), Engine::Transformers | Engine::LlamaCpp) => {
+                        // llama.cpp's view through this layout: decompressed K/V (its own
+                        // engine model in `llama_cpp` caches the latent)
+                        (Some(_), Engine::LlamaCpp) => {
                             let v = if flash_attention {
                                 a.head_dim
                             } else {
@@ -568,13 +574,14 @@ mod tests {
     }
 
     #[test]
-    fn deepseek_v3_mla_latent_is_70272_bytes_per_token_in_vllm() {
+    fn deepseek_v3_mla_latent_is_70272_bytes_per_token_in_vllm_and_transformers() {
         // (512 + 64) × 61 layers × 2 B.
         let s = spec("deepseek-ai__DeepSeek-V3");
         let v = KvLayout::new(&s, Engine::Vllm, KvDtype::Bf16, Dtype::Bf16, 1, false);
         assert_eq!(v.bytes_per_token(), 70_272);
-        // HF caches 128 heads × (192 + 128) per layer: 61 × 40,960 × 2 B.
-        assert_eq!(hf(&s, Dtype::Bf16).bytes_per_token(), 61 * 40_960 * 2);
+        // transformers ≥ 5.15 caches the same latent (5.14 and earlier: 128 heads × (192 + 128)
+        // per layer, 61 × 40,960 × 2 B, 71× more)
+        assert_eq!(hf(&s, Dtype::Bf16).bytes_per_token(), 70_272);
     }
 
     #[test]
