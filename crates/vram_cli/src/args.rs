@@ -43,10 +43,34 @@ pub struct EstimateArgs {
     /// Print the stable JSON document (docs/cli.md) instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// The device to predict: cuda (allocated, reserved and device totals) or cpu (exact
+    /// live-tensor bytes as `vram measure --device cpu` counts them: PyTorch's CPU kernels, no
+    /// CUDA context or workspace), to compare with a CPU measurement like for like.
+    #[arg(long, value_enum, default_value = "cuda")]
+    pub device: DeviceArg,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
     #[command(flatten)]
     pub serving: crate::serving_args::ServingArgs,
     #[command(flatten)]
     pub llama: crate::llama_args::LlamaArgs,
+}
+
+/// `vram estimate --device`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceArg {
+    /// A CUDA GPU.
+    Cuda,
+    /// The CPU, counted as `vram measure --device cpu` counts it.
+    Cpu,
+}
+
+impl DeviceArg {
+    /// The core's device.
+    pub fn device(self) -> vram_core::Device {
+        match self {
+            DeviceArg::Cuda => vram_core::Device::Cuda,
+            DeviceArg::Cpu => vram_core::Device::Cpu,
+        }
+    }
 }

@@ -5,7 +5,7 @@ use crate::load::{load_paths, Loaded};
 use crate::render;
 use std::process::ExitCode;
 use vram_core::scenario::Mode;
-use vram_core::{estimate, Sections};
+use vram_core::{estimate_on, Sections};
 
 pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
     let spec = match load_paths(&a.config)? {
@@ -38,19 +38,21 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
         train: a.train,
         infer: a.infer,
     };
+    let device = a.device.device();
     if a.train {
         // A requested training budget that cannot be computed is an error, not a warning.
-        vram_core::train::estimate_training(
+        vram_core::train::estimate_training_counting(
             &spec,
             &scenario,
-            &vram_core::report::DeviceOverheads::default(),
+            &device.overheads(),
+            device.counting(),
         )
         .map_err(|e| anyhow::anyhow!("training estimate: {e}"))?;
     }
     let mut solved = None;
     if a.infer {
         // A requested inference budget that cannot be computed is an error, not a warning.
-        let o = vram_core::report::DeviceOverheads::default();
+        let o = device.overheads();
         vram_core::infer::estimate_inference(&spec, &scenario, &o)
             .map_err(|e| anyhow::anyhow!("inference estimate: {e}"))?;
         if a.serving.solve {
@@ -60,7 +62,7 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let doc = estimate(&spec, &scenario, sections);
+    let doc = estimate_on(&spec, &scenario, sections, device);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -70,6 +72,11 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(i) = &doc.infer {
             print!("{}", crate::render_infer::inference(i));
+        }
+        if device == vram_core::Device::Cpu && (doc.train.is_some() || doc.infer.is_some()) {
+            println!(
+                "\nDevice cpu: the allocated and peak-allocated figures are exact live-tensor bytes as `vram measure --device cpu` counts them (PyTorch's CPU kernels, no CUDA context or workspace); reserved and device totals are CUDA's and do not apply."
+            );
         }
         if let Some((ctx, batch)) = solved {
             println!(

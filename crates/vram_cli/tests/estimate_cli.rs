@@ -153,3 +153,53 @@ fn huge_model_does_not_overflow() {
     let expected = 1000 * per_layer + 2 * 1_000_000 * 100_000 + 100_000;
     assert_eq!(doc["parameters"]["total"], expected);
 }
+
+#[test]
+fn device_cpu_predicts_what_vram_measure_counts_on_the_cpu() {
+    // GPT-2, fp32 SGD, batch 1 × 128, eager, its 0.1 dropouts: `vram measure --device cpu` measured
+    // 1,150,302,216 B at the backward peak (issue 13's case); on CPU the dropout noise is an fp32
+    // tensor where CUDA keeps a 1-byte mask, so the forward differs between the two devices.
+    let args = |device: &str| {
+        json_of(&vram(&[
+            "estimate",
+            &preset("openai-community__gpt2.json"),
+            "--train",
+            "--dtype",
+            "fp32",
+            "--optimizer",
+            "sgd",
+            "--batch",
+            "1",
+            "--seq",
+            "128",
+            "--attention",
+            "eager",
+            "--device",
+            device,
+            "--json",
+        ]))
+    };
+    let (cpu, cuda) = (args("cpu"), args("cuda"));
+    assert_eq!(cpu["device"], "cpu");
+    assert!(
+        cuda.get("device").is_none(),
+        "the default device is not written"
+    );
+    let peak = |d: &serde_json::Value, phase: &str| {
+        d["train"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == phase)
+            .unwrap()["peak_allocated_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(peak(&cpu, "backward"), 1_150_302_212);
+    assert!(
+        peak(&cpu, "forward") > peak(&cuda, "forward"),
+        "fp32 noise vs byte masks"
+    );
+    assert_eq!(cpu["train"]["cuda_context_bytes"], 0);
+    assert_eq!(cpu["train"]["workspace_bytes"], 0);
+}

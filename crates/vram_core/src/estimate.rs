@@ -132,13 +132,68 @@ pub struct Estimate {
     /// The training budget, when requested (docs/formulas/training.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train: Option<crate::train::TrainEstimate>,
+    /// The device predicted: written only when it is not the default `cuda` (`"cpu"`).
+    #[serde(default, skip_serializing_if = "Device::is_cuda")]
+    pub device: Device,
 }
 
-/// Computes the estimate for `spec` (the sections are filled in by the training and inference models).
+/// The device the estimate predicts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// A CUDA GPU: `torch.cuda.max_memory_allocated`, the caching allocator's reserve and the
+    /// device total with the CUDA context and cuBLAS workspace.
+    #[default]
+    Cuda,
+    /// The CPU, as `vram measure --device cpu` counts it (exact live-tensor bytes): PyTorch's CPU
+    /// kernels' allocations (`train::Counting::CpuExact`: dropout noise in the input's dtype, SDPA
+    /// with dropout through the math kernel), no CUDA context or workspace. Only the allocated
+    /// figures apply; reserved and device totals are CUDA's notions.
+    Cpu,
+}
+
+impl Device {
+    fn is_cuda(&self) -> bool {
+        *self == Device::Cuda
+    }
+
+    /// The overheads beyond tensors on this device.
+    pub fn overheads(self) -> crate::report::DeviceOverheads {
+        match self {
+            Device::Cuda => crate::report::DeviceOverheads::default(),
+            Device::Cpu => crate::report::DeviceOverheads {
+                cuda_context_bytes: 0,
+                workspace_bytes: 0,
+            },
+        }
+    }
+
+    /// How the training model counts allocations on this device.
+    pub fn counting(self) -> crate::train::Counting {
+        match self {
+            Device::Cuda => crate::train::Counting::Cuda,
+            Device::Cpu => crate::train::Counting::CpuExact,
+        }
+    }
+}
+
+/// Computes the estimate for `spec` on a CUDA device (the sections are filled in by the training and
+/// inference models).
 pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Estimate {
+    estimate_on(spec, scenario, sections, Device::Cuda)
+}
+
+/// [`estimate`] for `device` (`vram estimate --device cpu` compares like for like with
+/// `vram measure --device cpu`).
+pub fn estimate_on(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    sections: Sections,
+    device: Device,
+) -> Estimate {
     let mut warnings = spec.warnings.clone();
     let infer = if sections.infer {
-        let overheads = crate::report::DeviceOverheads::default();
+        let overheads = device.overheads();
         match crate::infer::estimate_inference(spec, scenario, &overheads) {
             Ok(i) => Some(i),
             Err(err) => {
@@ -158,8 +213,13 @@ pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Es
         parameters.total = c.params;
     }
     let train = if sections.train {
-        let overheads = crate::report::DeviceOverheads::default();
-        match crate::train::estimate_training(spec, scenario, &overheads) {
+        let overheads = device.overheads();
+        match crate::train::estimate_training_counting(
+            spec,
+            scenario,
+            &overheads,
+            device.counting(),
+        ) {
             Ok(t) => {
                 parameters.trainable = t.trainable_params;
                 Some(t)
@@ -180,5 +240,6 @@ pub fn estimate(spec: &ModelSpec, scenario: &Scenario, sections: Sections) -> Es
         infer,
         checkpoint: spec.checkpoint.as_deref().cloned(),
         train,
+        device,
     }
 }

@@ -29,7 +29,7 @@ pub mod train;
 pub mod units;
 
 pub use error::{ConfigError, ScenarioError};
-pub use estimate::{estimate, Estimate, Sections};
+pub use estimate::{estimate, estimate_on, Device, Estimate, Sections};
 pub use params::ParamCounts;
 pub use resolve::{parse_config, resolve_value, KNOWN_MODEL_TYPES};
 pub use scenario::Scenario;
