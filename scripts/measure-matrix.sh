@@ -48,7 +48,10 @@ while IFS='|' read -r id config flags; do
   echo "== $id" >&2
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  if nice -n 19 "$VRAM" measure "$CONFIGS/$config" $flags --device cpu --json "$OUT_DIR/$id.json" >/dev/null; then
+  # configs outside the shared collection are bundled presets
+  path="$CONFIGS/$config"
+  [ -f "$path" ] || path="$ROOT/crates/vram_core/presets/$config"
+  if nice -n 19 "$VRAM" measure "$path" $flags --device cpu --json "$OUT_DIR/$id.json" >/dev/null; then
     status=ok
   else
     status="exit $?"

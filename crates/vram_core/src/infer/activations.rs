@@ -54,6 +54,9 @@ pub struct ForwardShape {
     pub attention: AttentionImpl,
     /// Positions whose logits are computed (0 = all `tokens`).
     pub logits_to_keep: u64,
+    /// transformers' own MoE experts (`grouped_mm_experts_forward` where the class is decorated);
+    /// false for vLLM's profile, whose fused MoE kernel is not transformers' path.
+    pub hf_experts: bool,
 }
 
 impl ForwardShape {
@@ -225,6 +228,26 @@ fn attention_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u6
     )
 }
 
+/// Whether transformers 5 runs this model's experts through `grouped_mm_experts_forward`: its
+/// default for the expert classes decorated `@use_experts_implementation` (mixtral, qwen2/3 MoE,
+/// olmoe, deepseek v2/v3 and kimi-k2's, gpt-oss, granitemoe, jamba); dbrx, llama4 and remote-code
+/// MoE models keep their own loops.
+fn experts_grouped(spec: &ModelSpec) -> bool {
+    matches!(
+        spec.text_model_type.as_str(),
+        "mixtral"
+            | "qwen2_moe"
+            | "qwen3_moe"
+            | "olmoe"
+            | "deepseek_v2"
+            | "deepseek_v3"
+            | "kimi_k2"
+            | "gpt_oss"
+            | "granitemoe"
+            | "jamba"
+    )
+}
+
 /// FFN (or mixer) block transient of one layer, and its MoE routing part.
 fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64) {
     let h = spec.hidden_size;
@@ -301,19 +324,43 @@ fn ffn_only_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64
         }) => {
             let e = num_experts.max(1);
             let k = experts_per_token;
-            let routing = t
-                .saturating_mul(e)
-                .saturating_mul(a + 4)
-                .saturating_add(t.saturating_mul(k).saturating_mul(4 + 8))
-                .saturating_add(t.saturating_mul(k).saturating_mul(e).saturating_mul(8));
-            let per_expert_tokens = t.saturating_mul(k).div_ceil(e);
-            let expert = per_expert_tokens
-                .saturating_mul(h + 3 * expert_intermediate_size)
-                .saturating_mul(a);
+            let i = expert_intermediate_size;
             let shared = t
                 .saturating_mul(3 * shared_intermediate_size)
                 .saturating_mul(a);
             let base = t.saturating_mul(3 * h).saturating_mul(a);
+            // router logits + their fp32 softmax + top-k weights and indices
+            let router = t
+                .saturating_mul(e)
+                .saturating_mul(a + 4)
+                .saturating_add(t.saturating_mul(k).saturating_mul(4 + 8));
+            if s.hf_experts && experts_grouped(spec) {
+                // transformers 5's default `grouped_mm_experts_forward` for `@use_experts_implementation`
+                // classes: the S = T·k token copies sorted by expert (`selected_hidden_states_g`,
+                // bound to the end) beside, at its largest, the up projection and its masked copy
+                // (S·4I), the down output with its masked copy and the gated input (S·(2h + I)), or
+                // the weighted output and its unpermuted copy (S·3h more); int64 sort indices,
+                // permutation and inverse (S·8 each) and the fp32 histogram input (S·4).
+                let s_pairs = t.saturating_mul(k);
+                let widest = (h + 4 * i).max(2 * h + i).max(4 * h);
+                let experts = s_pairs
+                    .saturating_mul(widest)
+                    .saturating_mul(a)
+                    .saturating_add(s_pairs.saturating_mul(3 * 8 + 4));
+                let routing = router.saturating_add(s_pairs.saturating_mul(3 * 8 + 4));
+                return (
+                    base.saturating_add(router)
+                        .saturating_add(experts.max(shared)),
+                    routing,
+                );
+            }
+            // the experts loop (one expert at a time) with its int64 one-hot expert mask
+            let routing =
+                router.saturating_add(t.saturating_mul(k).saturating_mul(e).saturating_mul(8));
+            let per_expert_tokens = t.saturating_mul(k).div_ceil(e);
+            let expert = per_expert_tokens
+                .saturating_mul(h + 3 * i)
+                .saturating_mul(a);
             (
                 base.saturating_add(routing)
                     .saturating_add(expert.max(shared)),
@@ -452,6 +499,7 @@ mod tests {
             act_bytes: 2,
             attention,
             logits_to_keep: 1,
+            hf_experts: true,
         }
     }
 
@@ -524,6 +572,7 @@ mod tests {
             act_bytes: 4,
             attention: AttentionImpl::Sdpa,
             logits_to_keep: 1,
+            hf_experts: true,
         };
         let p = forward_peak(&s, &sh);
         assert_eq!(p.layer_bytes, 2046 * (3 * 768 + 4 * 3072) * 4);

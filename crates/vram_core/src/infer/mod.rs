@@ -696,6 +696,7 @@ fn transformers_phases(
         act_bytes: a,
         attention: scenario.attention,
         logits_to_keep: scenario.logits_to_keep,
+        hf_experts: true,
     };
     let mut fwd = forward_peak(spec, &prefill_shape);
     if enc_dec {
@@ -726,6 +727,7 @@ fn transformers_phases(
         act_bytes: a,
         attention: scenario.attention,
         logits_to_keep: 1,
+        hf_experts: true,
     };
     let dec = forward_peak(spec, &decode_shape);
     let cat_copy = layout.largest_layer_half_bytes(b, if enc_dec { 1 } else { s });

@@ -198,6 +198,7 @@ impl ActivationPeak {
             act_bytes: dtype.bytes(),
             attention: AttentionImpl::Flash,
             logits_to_keep: 1,
+            hf_experts: false,
         };
         let p = forward_peak(spec, &shape);
         // Tensor parallelism splits the MLP/attention intermediates; the residual stream is
