@@ -796,6 +796,10 @@ pub(crate) fn stablelm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         fused_gate_up: false,
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(false);
+    // one LayerNorm module per head: bounded like a layer count
+    if qk {
+        f.check_layers(&["num_attention_heads"], heads)?;
+    }
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
         if qk {
             for (which, n) in [("q_layernorm", heads), ("k_layernorm", kv)] {

@@ -260,7 +260,10 @@ fn vit_layers(b: &mut Builder, p: &str, hidden: u64, inner: u64, layers: u64) {
 /// width). SiglipVisionConfig defaults for absent keys.
 fn gemma3_vision(spec: &mut ModelSpec, v: Fields<'_>) -> Result<(), ConfigError> {
     let hidden = v.positive("hidden_size")?.unwrap_or(768);
-    let layers = v.positive("num_hidden_layers")?.unwrap_or(12);
+    let layers = v.check_layers(
+        &["num_hidden_layers"],
+        v.positive("num_hidden_layers")?.unwrap_or(12),
+    )?;
     let heads = v.positive("num_attention_heads")?.unwrap_or(12);
     let inner = v.positive("intermediate_size")?.unwrap_or(3072);
     let image = v.positive("image_size")?.unwrap_or(224);
@@ -367,7 +370,7 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
     } else {
         v.positive("embed_dim")?.unwrap_or(1280)
     };
-    let depth = v.positive("depth")?.unwrap_or(32);
+    let depth = v.check_layers(&["depth"], v.positive("depth")?.unwrap_or(32))?;
     let heads = v.positive("num_heads")?.unwrap_or(16);
     let channels = v.positive("in_chans")?.unwrap_or(3);
     let patch = v.positive("patch_size")?.unwrap_or(14);
@@ -509,7 +512,10 @@ pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     };
     let v = Fields::new(v, "vision_config.");
     let hidden = v.positive("hidden_size")?.unwrap_or(768);
-    let layers = v.positive("num_hidden_layers")?.unwrap_or(34);
+    let layers = v.check_layers(
+        &["num_hidden_layers"],
+        v.positive("num_hidden_layers")?.unwrap_or(34),
+    )?;
     let heads = v.positive("num_attention_heads")?.unwrap_or(16);
     let inner = v.positive("intermediate_size")?.unwrap_or(5632);
     let image = v.positive("image_size")?.unwrap_or(448);
@@ -789,8 +795,14 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
 
     let v = Fields::new(vision, "vision_config.");
     let vh = v.positive("hidden_size")?.unwrap_or(1280);
-    let layers = v.positive("num_hidden_layers")?.unwrap_or(32);
-    let global = v.positive("num_global_layers")?.unwrap_or(8);
+    let layers = v.check_layers(
+        &["num_hidden_layers"],
+        v.positive("num_hidden_layers")?.unwrap_or(32),
+    )?;
+    let global = v.check_layers(
+        &["num_global_layers"],
+        v.positive("num_global_layers")?.unwrap_or(8),
+    )?;
     let heads = v.positive("attention_heads")?.unwrap_or(16);
     let inner = v.positive("intermediate_size")?.unwrap_or(5120);
     let image = v.positive("image_size")?.unwrap_or(448);
