@@ -155,3 +155,28 @@ fn a_hybrid_pattern_with_layer_kinds_that_are_not_modelled_is_refused() {
         .replace("\"M-M-M-MM-M-M*-M-M*", "\"M-M-M-MM-M-M*-M-M");
     assert!(refused(&text).to_string().contains("42"));
 }
+
+#[test]
+fn tower_and_head_counts_past_the_layer_cap_are_refused_not_built() {
+    // a mutated vision tower of 10 million layers used to be built one tensor at a time until memory
+    // ran out
+    for (id, from, to, key) in [
+        (
+            "google__gemma-3-4b-it",
+            "\"num_hidden_layers\": 27",
+            "\"num_hidden_layers\": 10000000",
+            "vision_config.num_hidden_layers",
+        ),
+        (
+            "Qwen__Qwen2-VL-7B-Instruct",
+            "\"depth\": 32",
+            "\"depth\": 10000000",
+            "vision_config.depth",
+        ),
+    ] {
+        let json = presets::find(id).unwrap().json;
+        assert!(json.contains(from), "{id}: {from}");
+        let err = refused(&json.replacen(from, to, 1)).to_string();
+        assert!(err.contains(key) && err.contains("at most"), "{id}: {err}");
+    }
+}
