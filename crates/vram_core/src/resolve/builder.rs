@@ -38,7 +38,7 @@ impl Builder {
         });
     }
 
-    /// An `nn.Linear(in, out, bias)`; the bias goes to [`Component::Bias`].
+    /// An `nn.Linear(in, out, bias)`: weight `[out, in]`; the bias goes to [`Component::Bias`].
     pub fn linear(
         &mut self,
         path: &str,
@@ -48,26 +48,14 @@ impl Builder {
         out_f: u64,
         bias: bool,
     ) {
-        let shape = LinearShape {
-            in_features: in_f,
-            out_features: out_f,
-        };
-        self.push(
-            format!("{path}.weight"),
-            component,
+        self.projection(
+            path,
             layer,
+            component,
+            (in_f, out_f),
             vec![out_f, in_f],
-            Some(shape),
+            bias,
         );
-        if bias {
-            self.push(
-                format!("{path}.bias"),
-                Component::Bias,
-                layer,
-                vec![out_f],
-                None,
-            );
-        }
     }
 
     /// A `transformers.pytorch_utils.Conv1D(nf=out, nx=in)` (gpt2, openai-gpt): the weight is stored
@@ -81,7 +69,27 @@ impl Builder {
         out_f: u64,
         bias: bool,
     ) {
-        let shape = LinearShape {
+        self.projection(
+            path,
+            layer,
+            component,
+            (in_f, out_f),
+            vec![in_f, out_f],
+            bias,
+        );
+    }
+
+    /// A projection's weight (stored as `shape`) and optional bias `[out]`.
+    fn projection(
+        &mut self,
+        path: &str,
+        layer: Option<u32>,
+        component: Component,
+        (in_f, out_f): (u64, u64),
+        shape: Vec<u64>,
+        bias: bool,
+    ) {
+        let linear = LinearShape {
             in_features: in_f,
             out_features: out_f,
         };
@@ -89,17 +97,12 @@ impl Builder {
             format!("{path}.weight"),
             component,
             layer,
-            vec![in_f, out_f],
-            Some(shape),
+            shape,
+            Some(linear),
         );
         if bias {
-            self.push(
-                format!("{path}.bias"),
-                Component::Bias,
-                layer,
-                vec![out_f],
-                None,
-            );
+            let name = format!("{path}.bias");
+            self.push(name, Component::Bias, layer, vec![out_f], None);
         }
     }
 

@@ -815,23 +815,11 @@ fn sliding_windows(
         "gemma2" => (0..n)
             .map(|i| if (i + 1) % 2 != 0 { Some(w) } else { None })
             .collect(),
-        // Gemma3: every `sliding_window_pattern`-th layer is global, the rest sliding (default 6).
-        "gemma3_text" => {
-            let pattern = f.positive("sliding_window_pattern")?.unwrap_or(6) as usize;
-            (0..n)
-                .map(|i| {
-                    if (i + 1) % pattern != 0 {
-                        Some(w)
-                    } else {
-                        None
-                    }
-                })
-                .collect()
-        }
-        // Cohere2: every `sliding_window_pattern`-th layer is global, the rest sliding (default 4,
-        // configuration_cohere2.py).
-        "cohere2" => {
-            let pattern = f.positive("sliding_window_pattern")?.unwrap_or(4) as usize;
+        // Gemma3 and Cohere2: every `sliding_window_pattern`-th layer is global, the rest sliding
+        // (default 6 for gemma3, 4 for cohere2: configuration_gemma3.py, configuration_cohere2.py).
+        "gemma3_text" | "cohere2" => {
+            let default = if model_type == "cohere2" { 4 } else { 6 };
+            let pattern = f.positive("sliding_window_pattern")?.unwrap_or(default) as usize;
             (0..n)
                 .map(|i| {
                     if (i + 1) % pattern != 0 {

@@ -97,72 +97,20 @@ fn clip_vision(
         Component::Vision,
         vec![positions, hidden],
     );
-    b.param(
-        &format!("{p}.pre_layrnorm.weight"),
+    b.norm(
+        &format!("{p}.pre_layrnorm"),
         None,
         Component::Vision,
-        vec![hidden],
+        hidden,
+        true,
     );
-    b.param(
-        &format!("{p}.pre_layrnorm.bias"),
+    vit_layers(&mut b, p, hidden, inner, layers);
+    b.norm(
+        &format!("{p}.post_layernorm"),
         None,
         Component::Vision,
-        vec![hidden],
-    );
-    for i in 0..layers {
-        let l = format!("{p}.encoder.layers.{i}");
-        for proj in ["k_proj", "v_proj", "q_proj", "out_proj"] {
-            b.linear(
-                &format!("{l}.self_attn.{proj}"),
-                None,
-                Component::Vision,
-                hidden,
-                hidden,
-                true,
-            );
-        }
-        b.linear(
-            &format!("{l}.mlp.fc1"),
-            None,
-            Component::Vision,
-            hidden,
-            inner,
-            true,
-        );
-        b.linear(
-            &format!("{l}.mlp.fc2"),
-            None,
-            Component::Vision,
-            inner,
-            hidden,
-            true,
-        );
-        for norm in ["layer_norm1", "layer_norm2"] {
-            b.param(
-                &format!("{l}.{norm}.weight"),
-                None,
-                Component::Vision,
-                vec![hidden],
-            );
-            b.param(
-                &format!("{l}.{norm}.bias"),
-                None,
-                Component::Vision,
-                vec![hidden],
-            );
-        }
-    }
-    b.param(
-        &format!("{p}.post_layernorm.weight"),
-        None,
-        Component::Vision,
-        vec![hidden],
-    );
-    b.param(
-        &format!("{p}.post_layernorm.bias"),
-        None,
-        Component::Vision,
-        vec![hidden],
+        hidden,
+        true,
     );
     // Biases of the vision tower stay in the vision row.
     for t in &mut b.tensors {
