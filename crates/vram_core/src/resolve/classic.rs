@@ -854,58 +854,13 @@ pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Config
     for i in 0..n_layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("backbone.layers.{i}"));
         b.norm(&format!("{p}.norm"), l, Component::Norm, hidden, false);
-        let m = format!("{p}.mixer");
-        b.linear(
-            &format!("{m}.in_proj"),
+        mamba_mixer(
+            &mut b,
+            &format!("{p}.mixer"),
             l,
-            Component::Mixer,
             hidden,
-            d_inner.saturating_mul(2),
-            use_bias,
-        );
-        b.param(
-            &format!("{m}.conv1d.weight"),
-            l,
-            Component::Mixer,
-            vec![d_inner, 1, conv],
-        );
-        if conv_bias {
-            b.param(
-                &format!("{m}.conv1d.bias"),
-                l,
-                Component::Bias,
-                vec![d_inner],
-            );
-        }
-        b.linear(
-            &format!("{m}.x_proj"),
-            l,
-            Component::Mixer,
-            d_inner,
-            dt_rank.saturating_add(state.saturating_mul(2)),
-            false,
-        );
-        b.linear(
-            &format!("{m}.dt_proj"),
-            l,
-            Component::Mixer,
-            dt_rank,
-            d_inner,
-            true,
-        );
-        b.param(
-            &format!("{m}.A_log"),
-            l,
-            Component::Mixer,
-            vec![d_inner, state],
-        );
-        b.param(&format!("{m}.D"), l, Component::Mixer, vec![d_inner]);
-        b.linear(
-            &format!("{m}.out_proj"),
-            l,
-            Component::Mixer,
-            d_inner,
-            hidden,
+            &ssm,
+            conv_bias,
             use_bias,
         );
         layers.push(LayerSpec {
@@ -942,4 +897,43 @@ pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Config
         layers,
         b,
     ))
+}
+
+/// A mamba mixer (`MambaMixer`, also jamba's and falcon-mamba's): `in_proj` [2·d_inner],
+/// the depthwise `conv1d` (biased with `conv_bias`), `x_proj` [dt_rank + 2·state], `dt_proj` with
+/// bias, `A_log` [d_inner, state], `D`, and `out_proj`; `proj_bias` for in/out projections.
+pub(super) fn mamba_mixer(
+    b: &mut Builder,
+    m: &str,
+    l: Option<u32>,
+    hidden: u64,
+    ssm: &SsmSpec,
+    conv_bias: bool,
+    proj_bias: bool,
+) {
+    let (d, state) = (ssm.d_inner, ssm.state_size);
+    let c = Component::Mixer;
+    b.linear(
+        &format!("{m}.in_proj"),
+        l,
+        c,
+        hidden,
+        d.saturating_mul(2),
+        proj_bias,
+    );
+    b.param(
+        &format!("{m}.conv1d.weight"),
+        l,
+        c,
+        vec![d, 1, ssm.conv_kernel],
+    );
+    if conv_bias {
+        b.param(&format!("{m}.conv1d.bias"), l, Component::Bias, vec![d]);
+    }
+    let x_out = ssm.dt_rank.saturating_add(state.saturating_mul(2));
+    b.linear(&format!("{m}.x_proj"), l, c, d, x_out, false);
+    b.linear(&format!("{m}.dt_proj"), l, c, ssm.dt_rank, d, true);
+    b.param(&format!("{m}.A_log"), l, c, vec![d, state]);
+    b.param(&format!("{m}.D"), l, c, vec![d]);
+    b.linear(&format!("{m}.out_proj"), l, c, d, hidden, proj_bias);
 }

@@ -7,56 +7,21 @@
 use super::{dropouts, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
-use crate::spec::{
-    AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind, SsmSpec,
-};
+use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelSpec, NormKind, SsmSpec};
 
 fn l32(i: u64) -> Option<u32> {
     Some(u32::try_from(i).unwrap_or(u32::MAX))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn spec(
-    model_type: &str,
+/// q/k/v without bias and `o_proj` (biased only in recurrent_gemma), under `a`.
+fn attention(
+    b: &mut Builder,
+    a: &str,
+    l: Option<u32>,
     hidden: u64,
-    vocab: u64,
-    max_pos: u64,
-    tie: bool,
-    act: &str,
-    dropout: (f64, f64),
-    layers: Vec<LayerSpec>,
-    b: Builder,
-) -> ModelSpec {
-    ModelSpec {
-        name: String::new(),
-        model_type: model_type.into(),
-        text_model_type: model_type.into(),
-        kind: ModelKind::DecoderOnly,
-        hidden_size: hidden,
-        vocab_size: vocab,
-        num_layers: layers.len() as u64,
-        num_encoder_layers: 0,
-        max_position_embeddings: max_pos,
-        tie_word_embeddings: tie,
-        hidden_act: act.into(),
-        norm: NormKind::RmsNorm,
-        attention_dropout: dropout.0,
-        hidden_dropout: dropout.1,
-        torch_dtype: None,
-        layers,
-        encoder_layers: Vec::new(),
-        vision: None,
-        quantization_config: None,
-        tensors: b.tensors,
-        gguf: None,
-        checkpoint: None,
-        derived: Default::default(),
-        warnings: Vec::new(),
-    }
-}
-
-/// q/k/v/o without bias (jamba's and nemotron_h's attention), under `a`.
-fn attention(b: &mut Builder, a: &str, l: Option<u32>, hidden: u64, at: &AttentionSpec) {
+    at: &AttentionSpec,
+    o_bias: bool,
+) {
     let q = at.num_heads.saturating_mul(at.head_dim);
     let kv = at.num_kv_heads.saturating_mul(at.head_dim);
     for (n, out) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
@@ -75,30 +40,16 @@ fn attention(b: &mut Builder, a: &str, l: Option<u32>, hidden: u64, at: &Attenti
         Component::Attention,
         q,
         hidden,
-        false,
+        o_bias,
     );
 }
 
 fn heads(f: Fields<'_>, hidden: u64, head_dim_keys: &[&str]) -> Result<AttentionSpec, ConfigError> {
     let heads = f.require_any(&["num_attention_heads"], "the number of attention heads")?;
-    let kv = f.positive("num_key_value_heads")?.unwrap_or(heads);
-    if !heads.is_multiple_of(kv) {
-        return Err(ConfigError::Inconsistent(format!(
-            "num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})"
-        )));
-    }
-    let head_dim = match f.positive_any(head_dim_keys)? {
-        Some(d) => d,
-        None if hidden.is_multiple_of(heads) => hidden / heads,
-        None => {
-            return Err(ConfigError::Inconsistent(format!(
-                "hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads})"
-            )))
-        }
-    };
+    let head_dim = super::head_dim(f, head_dim_keys, hidden, heads)?;
     Ok(AttentionSpec {
         num_heads: heads,
-        num_kv_heads: kv,
+        num_kv_heads: super::kv_heads(f, heads)?,
         head_dim,
         v_head_dim: head_dim,
         sliding_window: None,
@@ -177,64 +128,10 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         };
         let is_moe = experts > 1 && i % moe_period == moe_offset;
         if is_attention {
-            attention(&mut b, &format!("{p}.self_attn"), l, hidden, &at);
+            attention(&mut b, &format!("{p}.self_attn"), l, hidden, &at, false);
         } else {
             let m = format!("{p}.mamba");
-            b.param(
-                &format!("{m}.A_log"),
-                l,
-                Component::Mixer,
-                vec![d_inner, state],
-            );
-            b.param(&format!("{m}.D"), l, Component::Mixer, vec![d_inner]);
-            b.param(
-                &format!("{m}.conv1d.weight"),
-                l,
-                Component::Mixer,
-                vec![d_inner, 1, conv],
-            );
-            if conv_bias {
-                b.param(
-                    &format!("{m}.conv1d.bias"),
-                    l,
-                    Component::Bias,
-                    vec![d_inner],
-                );
-            }
-            let two = d_inner.saturating_mul(2);
-            b.linear(
-                &format!("{m}.in_proj"),
-                l,
-                Component::Mixer,
-                hidden,
-                two,
-                proj_bias,
-            );
-            let x_out = dt_rank.saturating_add(state.saturating_mul(2));
-            b.linear(
-                &format!("{m}.x_proj"),
-                l,
-                Component::Mixer,
-                d_inner,
-                x_out,
-                false,
-            );
-            b.linear(
-                &format!("{m}.dt_proj"),
-                l,
-                Component::Mixer,
-                dt_rank,
-                d_inner,
-                true,
-            );
-            b.linear(
-                &format!("{m}.out_proj"),
-                l,
-                Component::Mixer,
-                d_inner,
-                hidden,
-                proj_bias,
-            );
+            super::classic::mamba_mixer(&mut b, &m, l, hidden, &ssm, conv_bias, proj_bias);
             b.norm(
                 &format!("{m}.dt_layernorm"),
                 l,
@@ -335,8 +232,15 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let max_pos = f.positive("max_position_embeddings")?.unwrap_or(262_144);
     let act = f.str("hidden_act")?.unwrap_or("silu");
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
-    Ok(spec(
-        "jamba", hidden, vocab, max_pos, tie, act, drop, layers, b,
+    Ok(super::decoder_only_spec(
+        "jamba",
+        (hidden, vocab, max_pos),
+        tie,
+        act,
+        NormKind::RmsNorm,
+        drop,
+        layers,
+        b.tensors,
     ))
 }
 
@@ -471,7 +375,7 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 }
             }
             '*' => {
-                attention(&mut b, &m, l, hidden, &at);
+                attention(&mut b, &m, l, hidden, &at, false);
                 LayerSpec {
                     attention: Some(at),
                     cross_attention: None,
@@ -516,16 +420,15 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let max_pos = f.positive("max_position_embeddings")?.unwrap_or(4096);
     let act = f.str("mlp_hidden_act")?.unwrap_or("relu2");
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
-    let mut s = spec(
+    let mut s = super::decoder_only_spec(
         "nemotron_h",
-        hidden,
-        vocab,
-        max_pos,
+        (hidden, vocab, max_pos),
         tie,
         act,
+        NormKind::RmsNorm,
         drop,
         layers,
-        b,
+        b.tensors,
     );
     s.warnings.push(
         "mamba-2 activations assume the mamba-ssm and causal-conv1d kernels (vLLM, or transformers \
@@ -637,26 +540,7 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 b.param(&format!("{r}.{gate}_bias"), l, Component::Mixer, bias);
             }
         } else {
-            let q = at.num_heads.saturating_mul(at.head_dim);
-            let kv = at.num_kv_heads.saturating_mul(at.head_dim);
-            for (name, out) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
-                b.linear(
-                    &format!("{t}.{name}"),
-                    l,
-                    Component::Attention,
-                    hidden,
-                    out,
-                    false,
-                );
-            }
-            b.linear(
-                &format!("{t}.o_proj"),
-                l,
-                Component::Attention,
-                q,
-                hidden,
-                true,
-            );
+            attention(&mut b, &t, l, hidden, &at, true);
         }
         b.norm(
             &format!("{p}.channel_pre_norm"),
@@ -704,15 +588,14 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let act = f.str("hidden_activation")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
     let max_pos = f.positive("max_position_embeddings")?.unwrap_or(8192);
-    Ok(spec(
+    Ok(super::decoder_only_spec(
         "recurrent_gemma",
-        hidden,
-        vocab,
-        max_pos,
+        (hidden, vocab, max_pos),
         true,
         act,
+        NormKind::RmsNorm,
         drop,
         layers,
-        b,
+        b.tensors,
     ))
 }

@@ -172,3 +172,70 @@ pub(crate) fn dropouts(
     };
     Ok((first(attention_keys)?, first(hidden_keys)?))
 }
+
+/// A decoder-only [`ModelSpec`] from what its resolver read (the fields every decoder sets alike).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decoder_only_spec(
+    model_type: &str,
+    (hidden, vocab, max_pos): (u64, u64, u64),
+    tie: bool,
+    act: &str,
+    norm: crate::spec::NormKind,
+    (attention_dropout, hidden_dropout): (f64, f64),
+    layers: Vec<crate::spec::LayerSpec>,
+    tensors: Vec<crate::spec::TensorSpec>,
+) -> ModelSpec {
+    ModelSpec {
+        name: String::new(),
+        model_type: model_type.into(),
+        text_model_type: model_type.into(),
+        kind: crate::spec::ModelKind::DecoderOnly,
+        hidden_size: hidden,
+        vocab_size: vocab,
+        num_layers: layers.len() as u64,
+        num_encoder_layers: 0,
+        max_position_embeddings: max_pos,
+        tie_word_embeddings: tie,
+        hidden_act: act.into(),
+        norm,
+        attention_dropout,
+        hidden_dropout,
+        torch_dtype: None,
+        layers,
+        encoder_layers: Vec::new(),
+        vision: None,
+        quantization_config: None,
+        tensors,
+        gguf: None,
+        checkpoint: None,
+        derived: Default::default(),
+        warnings: Vec::new(),
+    }
+}
+
+/// `num_key_value_heads` (default: `heads`), which must divide `heads`.
+pub(crate) fn kv_heads(f: Fields<'_>, heads: u64) -> Result<u64, ConfigError> {
+    let kv = f.positive("num_key_value_heads")?.unwrap_or(heads);
+    if !heads.is_multiple_of(kv) {
+        return Err(ConfigError::Inconsistent(format!(
+            "num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})"
+        )));
+    }
+    Ok(kv)
+}
+
+/// The per-head width: the first of `keys` present, else `hidden / heads` when it divides.
+pub(crate) fn head_dim(
+    f: Fields<'_>,
+    keys: &[&str],
+    hidden: u64,
+    heads: u64,
+) -> Result<u64, ConfigError> {
+    match f.positive_any(keys)? {
+        Some(d) => Ok(d),
+        None if heads > 0 && hidden.is_multiple_of(heads) => Ok(hidden / heads),
+        None => Err(ConfigError::Inconsistent(format!(
+            "the width ({hidden}) is not a multiple of the number of heads ({heads}) and no head_dim is given"
+        ))),
+    }
+}

@@ -9,7 +9,7 @@
 use super::{dropouts, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
-use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind};
+use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelSpec, NormKind};
 
 /// How the query, key and value projections are stored.
 #[derive(Clone, Copy)]
@@ -61,6 +61,65 @@ struct Sizes {
     head_bias: bool,
     tie: bool,
     window: Option<u64>,
+}
+
+/// The llama-style names most architectures share (each layout states only what differs).
+const LLAMA_NAMES: Layout = Layout {
+    embed: "model.embed_tokens",
+    positions: None,
+    layers: "model.layers",
+    attn: "self_attn",
+    qkv: Qkv::Separate(["q_proj", "k_proj", "v_proj"]),
+    o: "o_proj",
+    mlp: "mlp",
+    gate: Some("gate_proj"),
+    up: "up_proj",
+    down: "down_proj",
+    norms: &["input_layernorm", "post_attention_layernorm"],
+    final_norm: Some("model.norm"),
+    conv1d: false,
+    fused_gate_up: false,
+};
+
+/// GPT-2's names, which its descendants keep (`transformer.h.N.attn.c_attn`, `mlp.c_fc`, …).
+const GPT_NAMES: Layout = Layout {
+    embed: "transformer.wte",
+    positions: None,
+    layers: "transformer.h",
+    attn: "attn",
+    qkv: Qkv::Fused("c_attn"),
+    o: "c_proj",
+    mlp: "mlp",
+    gate: None,
+    up: "c_fc",
+    down: "c_proj",
+    norms: &["ln_1", "ln_2"],
+    final_norm: Some("transformer.ln_f"),
+    conv1d: false,
+    fused_gate_up: false,
+};
+
+impl Sizes {
+    /// Multi-head attention without biases, RMSNorm, an untied head; callers set the rest.
+    fn new(hidden: u64, layers: u64, heads: u64, vocab: u64, head_dim: u64) -> Self {
+        Sizes {
+            hidden,
+            layers,
+            heads,
+            kv_heads: heads,
+            head_dim,
+            vocab,
+            inner: 0,
+            max_pos: 0,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            norm: NormKind::RmsNorm,
+            head_bias: false,
+            tie: false,
+            window: None,
+        }
+    }
 }
 
 /// Extra per-layer tensors (q/k norms) added after the attention projections.
@@ -230,32 +289,16 @@ fn build(
         }),
         ssm: None,
     };
-    ModelSpec {
-        name: String::new(),
-        model_type: model_type.into(),
-        text_model_type: model_type.into(),
-        kind: ModelKind::DecoderOnly,
-        hidden_size: s.hidden,
-        vocab_size: s.vocab,
-        num_layers: s.layers,
-        num_encoder_layers: 0,
-        max_position_embeddings: s.max_pos,
-        tie_word_embeddings: s.tie,
-        hidden_act: act.into(),
-        norm: s.norm,
-        attention_dropout: dropout.0,
-        hidden_dropout: dropout.1,
-        torch_dtype: None,
-        layers: vec![layer; s.layers as usize],
-        encoder_layers: Vec::new(),
-        vision: None,
-        quantization_config: None,
-        tensors: b.tensors,
-        gguf: None,
-        checkpoint: None,
-        derived: Default::default(),
-        warnings: Vec::new(),
-    }
+    super::decoder_only_spec(
+        model_type,
+        (s.hidden, s.vocab, s.max_pos),
+        s.tie,
+        act,
+        s.norm,
+        dropout,
+        vec![layer; s.layers as usize],
+        b.tensors,
+    )
 }
 
 /// Reads hidden size, layers, heads, KV heads and head_dim under the given key lists.
@@ -269,26 +312,8 @@ fn core_sizes(
     let layers = f.layer_count(layer_keys, "the number of layers")?;
     let heads = f.require_any(head_keys, "the number of attention heads")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
-    let head_dim = match f.positive("head_dim")? {
-        Some(d) => d,
-        None if hidden % heads == 0 => hidden / heads,
-        None => {
-            return Err(ConfigError::Inconsistent(format!(
-                "the width ({hidden}) is not a multiple of the number of heads ({heads}) and no head_dim is given"
-            )))
-        }
-    };
+    let head_dim = super::head_dim(f, &["head_dim"], hidden, heads)?;
     Ok((hidden, layers, heads, vocab, head_dim))
-}
-
-fn kv_heads(f: Fields<'_>, heads: u64) -> Result<u64, ConfigError> {
-    let kv = f.positive("num_key_value_heads")?.unwrap_or(heads);
-    if !heads.is_multiple_of(kv) {
-        return Err(ConfigError::Inconsistent(format!(
-            "num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})"
-        )));
-    }
-    Ok(kv)
 }
 
 fn none(_: &mut Builder, _: &str, _: Option<u32>) {}
@@ -306,37 +331,22 @@ pub(crate) fn starcoder2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     )?;
     let bias = f.bool("use_bias")?.unwrap_or(true);
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: kv_heads(f, heads)?,
-        head_dim,
-        vocab,
+        kv_heads: super::kv_heads(f, heads)?,
         inner: f.require_any(&["intermediate_size"], "the MLP width")?,
         max_pos: f.positive("max_position_embeddings")?.unwrap_or(4096),
         qkv_bias: bias,
         o_bias: bias,
         mlp_bias: bias,
         norm: NormKind::LayerNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(true),
         window: f.positive("sliding_window")?,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "model.embed_tokens",
-        positions: None,
-        layers: "model.layers",
-        attn: "self_attn",
-        qkv: Qkv::Separate(["q_proj", "k_proj", "v_proj"]),
-        o: "o_proj",
-        mlp: "mlp",
         gate: None,
         up: "c_fc",
         down: "c_proj",
-        norms: &["input_layernorm", "post_attention_layernorm"],
-        final_norm: Some("model.norm"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..LLAMA_NAMES
     };
     let act = f.str("hidden_act")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attention_dropout"], &["residual_dropout"])?;
@@ -365,12 +375,7 @@ pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     )?;
     let multi_query = f.bool("multi_query")?.unwrap_or(true);
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
         kv_heads: if multi_query { 1 } else { heads },
-        head_dim,
-        vocab,
         inner: f.positive("n_inner")?.unwrap_or(hidden.saturating_mul(4)),
         max_pos: f
             .positive_any(&["n_positions", "max_position_embeddings"])?
@@ -379,25 +384,12 @@ pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         o_bias: true,
         mlp_bias: true,
         norm: NormKind::LayerNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(true),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "transformer.wte",
         positions: Some("transformer.wpe"),
-        layers: "transformer.h",
-        attn: "attn",
-        qkv: Qkv::Fused("c_attn"),
-        o: "c_proj",
-        mlp: "mlp",
-        gate: None,
-        up: "c_fc",
-        down: "c_proj",
-        norms: &["ln_1", "ln_2"],
-        final_norm: Some("transformer.ln_f"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..GPT_NAMES
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
@@ -425,43 +417,27 @@ pub(crate) fn gptj_like(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Co
         &["n_head", "num_attention_heads"],
     )?;
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: heads,
-        head_dim,
-        vocab,
         inner: f.positive("n_inner")?.unwrap_or(hidden.saturating_mul(4)),
         max_pos: f
             .positive_any(&["n_positions", "max_position_embeddings"])?
             .unwrap_or(2048),
-        qkv_bias: false,
-        o_bias: false,
         mlp_bias: true,
         norm: NormKind::LayerNorm,
         head_bias: true,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "transformer.wte",
-        positions: None,
-        layers: "transformer.h",
-        attn: "attn",
         qkv: if model_type == "codegen" {
             Qkv::Fused("qkv_proj")
         } else {
             Qkv::Separate(["q_proj", "k_proj", "v_proj"])
         },
         o: "out_proj",
-        mlp: "mlp",
-        gate: None,
         up: "fc_in",
         down: "fc_out",
         norms: &["ln_1"],
-        final_norm: Some("transformer.ln_f"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..GPT_NAMES
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_new");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
@@ -481,12 +457,6 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         &["n_head", "num_attention_heads"],
     )?;
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: heads,
-        head_dim,
-        vocab,
         inner: hidden.saturating_mul(4),
         max_pos: f
             .positive_any(&["n_positions", "max_position_embeddings"])?
@@ -495,25 +465,15 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         o_bias: true,
         mlp_bias: true,
         norm: NormKind::LayerNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(true),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
         embed: "transformer.tokens_embed",
         positions: Some("transformer.positions_embed"),
-        layers: "transformer.h",
-        attn: "attn",
-        qkv: Qkv::Fused("c_attn"),
-        o: "c_proj",
-        mlp: "mlp",
-        gate: None,
-        up: "c_fc",
-        down: "c_proj",
-        norms: &["ln_1", "ln_2"],
         final_norm: None,
         conv1d: true,
-        fused_gate_up: false,
+        ..GPT_NAMES
     };
     let act = f.str("afn")?.unwrap_or("gelu");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
@@ -551,37 +511,22 @@ pub(crate) fn mpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         }
     }
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: heads,
-        head_dim,
-        vocab,
         inner: hidden.saturating_mul(4),
         max_pos: f.positive("max_seq_len")?.unwrap_or(2048),
-        qkv_bias: false,
-        o_bias: false,
-        mlp_bias: false,
         norm: NormKind::LayerNormNoBias,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(true),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "transformer.wte",
-        positions: None,
         layers: "transformer.blocks",
-        attn: "attn",
         qkv: Qkv::Fused("Wqkv"),
         o: "out_proj",
         mlp: "ffn",
-        gate: None,
         up: "up_proj",
         down: "down_proj",
         norms: &["norm_1", "norm_2"],
         final_norm: Some("transformer.norm_f"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..GPT_NAMES
     };
     let attn_drop = f
         .object("attn_config")?
@@ -612,37 +557,23 @@ pub(crate) fn persimmon(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         &["num_attention_heads"],
     )?;
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: heads,
-        head_dim,
-        vocab,
         inner: f.require_any(&["intermediate_size"], "the MLP width")?,
         max_pos: f.positive("max_position_embeddings")?.unwrap_or(16384),
         qkv_bias: true,
         o_bias: true,
         mlp_bias: true,
         norm: NormKind::LayerNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "model.embed_tokens",
-        positions: None,
-        layers: "model.layers",
-        attn: "self_attn",
         qkv: Qkv::Fused("query_key_value"),
         o: "dense",
-        mlp: "mlp",
         gate: None,
         up: "dense_h_to_4h",
         down: "dense_4h_to_h",
-        norms: &["input_layernorm", "post_attention_layernorm"],
         final_norm: Some("model.final_layernorm"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..LLAMA_NAMES
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(true);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
@@ -689,12 +620,7 @@ pub(crate) fn phi(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         &["num_attention_heads"],
     )?;
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: kv_heads(f, heads)?,
-        head_dim,
-        vocab,
+        kv_heads: super::kv_heads(f, heads)?,
         inner: f.require_any(&["intermediate_size"], "the MLP width")?,
         max_pos: f.positive("max_position_embeddings")?.unwrap_or(2048),
         qkv_bias: true,
@@ -703,23 +629,16 @@ pub(crate) fn phi(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         norm: NormKind::LayerNorm,
         head_bias: true,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "model.embed_tokens",
-        positions: None,
-        layers: "model.layers",
-        attn: "self_attn",
-        qkv: Qkv::Separate(["q_proj", "k_proj", "v_proj"]),
         o: "dense",
-        mlp: "mlp",
         gate: None,
         up: "fc1",
         down: "fc2",
         norms: &["input_layernorm"],
         final_norm: Some("model.final_layernorm"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..LLAMA_NAMES
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(false);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
@@ -756,44 +675,24 @@ pub(crate) fn stablelm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         &["num_hidden_layers"],
         &["num_attention_heads"],
     )?;
-    let kv = kv_heads(f, heads)?;
+    let kv = super::kv_heads(f, heads)?;
     let parallel = f.bool("use_parallel_residual")?.unwrap_or(false);
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
         kv_heads: kv,
-        head_dim,
-        vocab,
         inner: f.require_any(&["intermediate_size"], "the MLP width")?,
         max_pos: f.positive("max_position_embeddings")?.unwrap_or(4096),
         qkv_bias: f.bool("use_qkv_bias")?.unwrap_or(false),
-        o_bias: false,
-        mlp_bias: false,
         norm: NormKind::LayerNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "model.embed_tokens",
-        positions: None,
-        layers: "model.layers",
-        attn: "self_attn",
-        qkv: Qkv::Separate(["q_proj", "k_proj", "v_proj"]),
-        o: "o_proj",
-        mlp: "mlp",
-        gate: Some("gate_proj"),
-        up: "up_proj",
-        down: "down_proj",
         norms: if parallel {
             &["input_layernorm"]
         } else {
             &["input_layernorm", "post_attention_layernorm"]
         },
-        final_norm: Some("model.norm"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..LLAMA_NAMES
     };
     let qk = f.bool("qk_layernorm")?.unwrap_or(false);
     // one LayerNorm module per head: bounded like a layer count
@@ -931,32 +830,17 @@ pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         None => 0.0,
     };
     let resid = f.f64("resid_pdrop")?.unwrap_or(0.0);
-    Ok(ModelSpec {
-        name: String::new(),
-        model_type: "dbrx".into(),
-        text_model_type: "dbrx".into(),
-        kind: ModelKind::DecoderOnly,
-        hidden_size: hidden,
-        vocab_size: vocab,
-        num_layers: layers,
-        num_encoder_layers: 0,
-        max_position_embeddings: f.positive("max_seq_len")?.unwrap_or(2048),
-        tie_word_embeddings: tie,
-        hidden_act: "silu".into(),
-        norm: NormKind::LayerNormNoBias,
-        attention_dropout: attn_drop,
-        hidden_dropout: resid,
-        torch_dtype: None,
-        layers: vec![layer; layers as usize],
-        encoder_layers: Vec::new(),
-        vision: None,
-        quantization_config: None,
-        tensors: b.tensors,
-        gguf: None,
-        checkpoint: None,
-        derived: Default::default(),
-        warnings: Vec::new(),
-    })
+    let max_pos = f.positive("max_seq_len")?.unwrap_or(2048);
+    Ok(super::decoder_only_spec(
+        "dbrx",
+        (hidden, vocab, max_pos),
+        tie,
+        "silu",
+        NormKind::LayerNormNoBias,
+        (attn_drop, resid),
+        vec![layer; layers as usize],
+        b.tensors,
+    ))
 }
 
 /// InternLM2 (the repository's remote code, modeling_internlm2.py): `model.tok_embeddings`, per
@@ -973,26 +857,16 @@ pub(crate) fn internlm2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     )?;
     let bias = f.bool("bias")?.unwrap_or(true);
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: kv_heads(f, heads)?,
-        head_dim,
-        vocab,
+        kv_heads: super::kv_heads(f, heads)?,
         inner: f.require_any(&["intermediate_size"], "the MLP width")?,
         max_pos: f.positive("max_position_embeddings")?.unwrap_or(2048),
         qkv_bias: bias,
         o_bias: bias,
-        mlp_bias: false,
-        norm: NormKind::RmsNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
         embed: "model.tok_embeddings",
-        positions: None,
-        layers: "model.layers",
         attn: "attention",
         qkv: Qkv::Fused("wqkv"),
         o: "wo",
@@ -1001,9 +875,7 @@ pub(crate) fn internlm2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         up: "w3",
         down: "w2",
         norms: &["attention_norm", "ffn_norm"],
-        final_norm: Some("model.norm"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..LLAMA_NAMES
     };
     let act = f.str("hidden_act")?.unwrap_or("silu");
     Ok(build(
@@ -1050,12 +922,7 @@ pub(crate) fn chatglm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let linear_bias = f.bool("add_bias_linear")?.unwrap_or(false);
     let rms = f.bool("rmsnorm")?.unwrap_or(true);
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
         kv_heads: groups,
-        head_dim,
-        vocab,
         inner: f.require_any(&["ffn_hidden_size"], "the MLP width")?,
         max_pos: f.positive("seq_length")?.unwrap_or(2048),
         qkv_bias: linear_bias || f.bool("add_qkv_bias")?.unwrap_or(false),
@@ -1066,29 +933,25 @@ pub(crate) fn chatglm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         } else {
             NormKind::LayerNorm
         },
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
         embed: "transformer.embedding.word_embeddings",
-        positions: None,
         layers: "transformer.encoder.layers",
         attn: "self_attention",
         qkv: Qkv::Fused("query_key_value"),
         o: "dense",
-        mlp: "mlp",
         gate: None,
         up: "dense_h_to_4h",
         down: "dense_4h_to_h",
-        norms: &["input_layernorm", "post_attention_layernorm"],
         final_norm: if f.bool("post_layer_norm")?.unwrap_or(true) {
             Some("transformer.encoder.final_layernorm")
         } else {
             None
         },
-        conv1d: false,
         fused_gate_up: true,
+        ..LLAMA_NAMES
     };
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
     let mut spec = build(
@@ -1125,39 +988,16 @@ pub(crate) fn baichuan(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         &["num_attention_heads"],
     )?;
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
-        kv_heads: heads,
-        head_dim,
-        vocab,
         inner: f.require_any(&["intermediate_size"], "the MLP width")?,
         max_pos: f
             .positive_any(&["max_position_embeddings", "model_max_length"])?
             .unwrap_or(4096),
-        qkv_bias: false,
-        o_bias: false,
-        mlp_bias: false,
-        norm: NormKind::RmsNorm,
-        head_bias: false,
         tie: f.bool("tie_word_embeddings")?.unwrap_or(false),
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
-        embed: "model.embed_tokens",
-        positions: None,
-        layers: "model.layers",
-        attn: "self_attn",
         qkv: Qkv::Fused("W_pack"),
-        o: "o_proj",
-        mlp: "mlp",
-        gate: Some("gate_proj"),
-        up: "up_proj",
-        down: "down_proj",
-        norms: &["input_layernorm", "post_attention_layernorm"],
-        final_norm: Some("model.norm"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..LLAMA_NAMES
     };
     let act = f.str("hidden_act")?.unwrap_or("silu");
     Ok(build(
@@ -1191,12 +1031,7 @@ pub(crate) fn phi_msft(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         )));
     }
     let s = Sizes {
-        hidden,
-        layers,
-        heads,
         kv_heads: kv,
-        head_dim,
-        vocab,
         inner: f.positive("n_inner")?.unwrap_or(hidden.saturating_mul(4)),
         max_pos: f.positive("n_positions")?.unwrap_or(2048),
         qkv_bias: true,
@@ -1204,24 +1039,18 @@ pub(crate) fn phi_msft(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         mlp_bias: true,
         norm: NormKind::LayerNorm,
         head_bias: true,
-        tie: false,
-        window: None,
+        ..Sizes::new(hidden, layers, heads, vocab, head_dim)
     };
     let lay = Layout {
         embed: "transformer.embd.wte",
-        positions: None,
-        layers: "transformer.h",
         attn: "mixer",
         qkv: Qkv::Fused("Wqkv"),
         o: "out_proj",
-        mlp: "mlp",
-        gate: None,
         up: "fc1",
         down: "fc2",
         norms: &["ln"],
         final_norm: Some("lm_head.ln"),
-        conv1d: false,
-        fused_gate_up: false,
+        ..GPT_NAMES
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_new");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
