@@ -489,14 +489,27 @@ fn estimate_with(
     terms.add(|| weights::weights_term(format, w, compute));
     terms.add(|| {
         let (full, sliding, state) = layout.layer_counts();
-        kv_term(
+        let mut t = kv_term(
             layout,
             b,
             s,
             encoder_tokens,
             kv_steady,
             (full, sliding, state),
-        )
+        );
+        // transformers keeps every prompt token of the sliding layers until the first decode step
+        // trims them to the window: the prefill and decode phases carry that larger cache.
+        if scenario.engine == Engine::Transformers && sliding > 0 && encoder_tokens == 0 {
+            let after_prefill = layout.bytes(b, s, 0, Moment::AfterPrefill);
+            if after_prefill > kv_steady {
+                t.formula.push_str(&format!(
+                    "; right after the prefill the sliding layers still hold all {} prompt tokens (DynamicSlidingWindowLayer keeps the whole prompt until the first decode step trims it to the window): {} B, the figure of the prefill and decode phases",
+                    group_thousands(s),
+                    group_thousands(after_prefill)
+                ));
+            }
+        }
+        t
     });
 
     if explain {
