@@ -190,3 +190,44 @@ export async function recordReads(page, testid, key, expected) {
 export async function readLog(page) {
   return page.evaluate(() => ({ changedAt: window.__changedAt, shownAt: window.__shownAt, reads: window.__reads }));
 }
+
+/** Picks a bundled preset: opens the collapsed loader ("Change model") first when a model is on screen. */
+export async function choosePreset(page, id) {
+  const collapsed = await page.evaluate(() => !!document.querySelector('.loader.collapsed'));
+  if (collapsed) await page.click('[data-testid="change-model"]');
+  await page.selectOption('[data-testid="preset-select"]', id);
+}
+
+/** Clicks a task tab (`serve`, `finetune`, `train`) and waits until it is selected. */
+export async function chooseTask(page, task) {
+  await page.click(`[data-testid="task-${task}"]`);
+  await waitFor(page, (t) => document.querySelector(`[data-testid="task-${t}"]`)?.getAttribute('aria-selected') === 'true', task, `task ${task}`);
+}
+
+/** Types a value into a number field as a person does (select all, type), then leaves the field. */
+export async function typeField(page, key, value) {
+  const sel = `[data-testid="f-${key}"]`;
+  await page.click(sel, { clickCount: 3 });
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(String(value));
+  await page.keyboard.press('Tab');
+}
+
+/** The verdict's data attributes: { fits, total, usable } (numbers as strings). */
+export async function verdictOf(page) {
+  return page.evaluate(() => {
+    const v = document.querySelector('[data-testid="verdict"]');
+    return v ? { fits: v.dataset.fits, total: v.dataset.totalBytes, usable: v.dataset.usableBytes } : null;
+  });
+}
+
+/** Waits until the verdict's compared total equals `bytes`. */
+export async function waitVerdictTotal(page, bytes) {
+  await waitFor(page, (b) => document.querySelector('[data-testid="verdict"]')?.dataset.totalBytes === b, String(bytes), `verdict total = ${bytes}`);
+}
+
+/** Opens the model loader when it is collapsed to its one line. */
+export async function openLoader(page) {
+  const collapsed = await page.evaluate(() => !!document.querySelector('.loader.collapsed'));
+  if (collapsed) await page.click('[data-testid="change-model"]');
+}

@@ -37,7 +37,9 @@ const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
 const page = await ctx.newPage();
 await openApp(page, url);
 await page.selectOption('[data-testid="preset-select"]', process.env.VRAM_PERF_PRESET || 'meta-llama__Llama-3.1-8B');
-await waitFor(page, () => document.querySelectorAll('canvas').length >= 6, null, 'six charts');
+// The Train task (three charts: phases, batch and sequence sweeps).
+await page.click('[data-testid="task-train"]');
+await waitFor(page, () => document.querySelectorAll('canvas').length >= 3, null, 'three charts');
 const charts = await page.evaluate(() => document.querySelectorAll('canvas').length);
 // Let the first follow-up task finish.
 await waitFor(page, () => document.querySelector('[data-testid="train-max-batch"]')?.textContent !== '…', null, 'the solvers');

@@ -1,6 +1,7 @@
-// Takes the page screenshots of docs/screenshots/ (1440 and 390 px wide, light and dark) against the
-// bundle served at VRAM_E2E_URL. Usage: VRAM_E2E_URL=http://127.0.0.1:PORT/ node e2e/screenshots.mjs [OUT_DIR]
-import { launch, openApp, waitForTotal, dropFile, presetBytes } from './harness.mjs';
+// Takes the page screenshots of docs/screenshots/: each task (Serve, Fine-tune, Train) and the llama.cpp
+// view, at 1440×900 and 390×844, light and dark, as the first screen a user sees after loading a model
+// (the verdict must be in it). Usage: VRAM_E2E_URL=http://127.0.0.1:PORT/ node e2e/screenshots.mjs [OUT_DIR]
+import { launch, openApp, waitFor, chooseTask } from './harness.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -8,32 +9,41 @@ const out = process.argv[2] || path.join(path.dirname(new URL(import.meta.url).p
 fs.mkdirSync(out, { recursive: true });
 const browser = await launch();
 const shots = [];
-for (const width of [1440, 390]) {
+// Each view: the preset, the task, and what the user sets (the issue's example tasks).
+const VIEWS = {
+  serve: { preset: 'Qwen__Qwen3-32B', task: 'serve', set: { gpus: 2, context: 8192 } },
+  finetune: { preset: 'meta-llama__Llama-2-70b-hf', task: 'finetune', method: 'qlora', gpu: 'rtx4090' },
+  train: { preset: 'meta-llama__Llama-3.1-8B', task: 'train' },
+  local: { preset: 'meta-llama__Llama-3.1-8B', task: 'serve', gpu: 'rtx4090', engine: 'llama.cpp', set: { llama_ctx: 8192 } },
+};
+const only = process.env.VRAM_SHOT_VIEWS ? process.env.VRAM_SHOT_VIEWS.split(',') : Object.keys(VIEWS);
+for (const [width, height] of [[1440, 900], [390, 844]]) {
   for (const scheme of ['light', 'dark']) {
-    for (const view of (process.env.VRAM_SHOT_VIEWS || 'model').split(',')) {
-      const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: scheme, deviceScaleFactor: 1 });
+    for (const name of only) {
+      const v = VIEWS[name];
+      const context = await browser.newContext({ viewport: { width, height }, colorScheme: scheme, deviceScaleFactor: 1 });
       const page = await context.newPage();
-      await openApp(page, process.env.VRAM_E2E_URL + (process.env['VRAM_SHOT_QUERY_' + view] || ''));
-      if (view === 'local') {
-        // The llama.cpp view: Llama-3.1-8B on an RTX 4090, 8192 tokens of context.
-        await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
-        await page.selectOption('[data-testid="f-mode"]', 'infer');
-        await page.selectOption('[data-testid="f-gpu"]', 'rtx4090');
-        await page.selectOption('[data-testid="f-engine"]', 'llama.cpp');
-        await page.fill('[data-testid="f-llama_ctx"]', '8192');
-        await page.dispatchEvent('[data-testid="f-llama_ctx"]', 'change');
-        await page.waitForFunction(() => document.querySelectorAll('[data-testid="fit-row"]').length > 0);
+      await openApp(page);
+      await page.selectOption('[data-testid="preset-select"]', v.preset);
+      await chooseTask(page, v.task);
+      if (v.method) await page.selectOption('[data-testid="f-method"]', v.method);
+      if (v.gpu) await page.selectOption('[data-testid="f-gpu"]', v.gpu);
+      if (v.engine) await page.selectOption('[data-testid="f-engine"]', v.engine);
+      for (const [k, val] of Object.entries(v.set || {})) {
+        await page.fill(`[data-testid="f-${k}"]`, String(val));
+        await page.dispatchEvent(`[data-testid="f-${k}"]`, 'change');
       }
-      if (view === 'model' || view === 'empty') {
-        if (view === 'model') {
-          await dropFile(page, 'meta-llama__Llama-3.1-8B.json', presetBytes('meta-llama__Llama-3.1-8B'));
-          await waitForTotal(page, '8030261248');
-        }
-      }
-      await page.waitForTimeout(300);
-      const file = path.join(out, `${view === 'local' ? 'local' : 'page'}-${width}-${scheme}.png`);
-      await page.screenshot({ path: file, fullPage: true });
+      await waitFor(page, () => !!document.querySelector('[data-testid="verdict"]'), null, 'the verdict');
+      await page.waitForTimeout(600);
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const file = path.join(out, `${name}-${width}-${scheme}.png`);
+      await page.screenshot({ path: file });
       shots.push(file);
+      if (width === 1440 && scheme === 'light') {
+        const full = path.join(out, `${name}-${width}-${scheme}-full.png`);
+        await page.screenshot({ path: full, fullPage: true });
+        shots.push(full);
+      }
       await context.close();
     }
   }

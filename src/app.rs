@@ -77,6 +77,39 @@ pub fn App() -> impl IntoView {
         }
     });
     let s = move || state.lang.get().strings();
+    let loaded = Memo::new(move |_| state.model.with(|m| m.is_some()));
+    // The loader collapses to one line once a model is on screen; "Change" opens it again, and the
+    // next model that loads closes it.
+    let (loader_open, set_loader_open) = signal(false);
+    Effect::new(move |_| {
+        state.model.track();
+        set_loader_open.set(false);
+    });
+    let model_line = move || {
+        let lang = state.lang.get();
+        state.model.with(|m| {
+            m.as_ref().map(|m| {
+                let name = m.spec.name.clone();
+                let title = name.clone();
+                let params = lang.format_count(m.params.total);
+                view! {
+                    <div class="model-line" data-testid="model-line">
+                        <span class="model-line-name" title=title>{name}</span>
+                        <span class="model-line-params">{params}</span>
+                        <button
+                            type="button"
+                            class="secondary small"
+                            data-testid="change-model"
+                            aria-expanded=move || loader_open.get().to_string()
+                            on:click=move |_| set_loader_open.update(|o| *o = !*o)
+                        >
+                            {if lang == Lang::Zh { "更换模型" } else { "Change model" }}
+                        </button>
+                    </div>
+                }
+            })
+        })
+    };
     view! {
         <div class="drop-overlay" class:visible=dragging aria-hidden="true" data-testid="drop-overlay">
             <p>{move || s().drop_overlay}</p>
@@ -88,18 +121,35 @@ pub fn App() -> impl IntoView {
             </div>
             <LangSwitch />
         </header>
-        <main>
-            <section class="card input-card" aria-label="config.json">
-                <DropZone />
-                <div class="input-row">
-                    <PresetPicker />
-                    <PasteBox />
-                </div>
-                <LoadErrorBox />
-            </section>
-            <CheckpointCard />
-            <ModelView />
-            {move || state.model.with(|m| m.is_some()).then(|| view! { <ScenarioForm /> <SupportBanner /> <ResultsView /> })}
+        <main class:loaded=loaded>
+            <div class="pane-inputs">
+                <section class="card input-card" aria-label="config.json">
+                    {model_line}
+                    <div class="loader" class:collapsed=move || loaded.get() && !loader_open.get()>
+                        <DropZone />
+                        <div class="input-row">
+                            <PresetPicker />
+                            <PasteBox />
+                        </div>
+                    </div>
+                    <LoadErrorBox />
+                </section>
+                <CheckpointCard />
+                {move || loaded.get().then(|| view! { <ScenarioForm /> })}
+                {move || if loaded.get() {
+                    view! {
+                        <details class="card model-details" data-testid="model-details">
+                            <summary>{move || if state.lang.get() == Lang::Zh { "模型详情与参数表" } else { "Model details and parameter table" }}</summary>
+                            <ModelView />
+                        </details>
+                    }.into_any()
+                } else {
+                    view! { <ModelView /> }.into_any()
+                }}
+            </div>
+            <div class="pane-results">
+                {move || loaded.get().then(|| view! { <SupportBanner /> <ResultsView /> })}
+            </div>
         </main>
     }
 }
@@ -152,5 +202,24 @@ fn restore_from_url(state: AppState) {
     };
     if let Some(r) = loaded {
         state.accept(r);
+        // A shared link opens scrolled to the verdict (`#verdict`), once the results are drawn.
+        let wants = web_sys::window()
+            .and_then(|w| w.location().hash().ok())
+            .is_some_and(|h| h == crate::share::VERDICT_FRAGMENT);
+        if wants {
+            leptos::leptos_dom::helpers::request_animation_frame(|| {
+                leptos::leptos_dom::helpers::set_timeout(
+                    || {
+                        if let Some(el) = web_sys::window()
+                            .and_then(|w| w.document())
+                            .and_then(|d| d.get_element_by_id("verdict"))
+                        {
+                            el.scroll_into_view();
+                        }
+                    },
+                    std::time::Duration::from_millis(50),
+                );
+            });
+        }
     }
 }

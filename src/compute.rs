@@ -8,9 +8,7 @@ use crate::page_scenario::PageScenario;
 use vram_core::gpu_catalog::Verdict;
 use vram_core::infer::{self, InferEstimate};
 use vram_core::report::{DeviceOverheads, Phase, Term};
-use vram_core::scenario::{
-    AttentionImpl, BaseQuant, Engine, Lora, LoraTargets, Optimizer, ZeroStage,
-};
+use vram_core::scenario::{AttentionImpl, Engine};
 use vram_core::train::{self, Budget, BudgetKind, TrainEstimate};
 use vram_core::{ModelSpec, Scenario};
 
@@ -109,47 +107,6 @@ pub fn breakdown(phases: &[Phase], terms: &[Term]) -> Breakdown {
     }
 }
 
-/// A change to the scenario that would make a run fit, with its new figure.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Suggestion {
-    /// What changes (key for the translated label).
-    pub change: Change,
-    /// The compared total after the change (device bytes per GPU).
-    pub new_bytes: u64,
-    /// Verdict after the change.
-    pub verdict: Verdict,
-}
-
-/// Kinds of changes tried, cheapest first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// Turn on gradient checkpointing.
-    Checkpointing,
-    /// 8-bit AdamW.
-    Adamw8bit,
-    /// LoRA r = 16 on all linear layers.
-    Lora,
-    /// QLoRA: LoRA over an NF4 base.
-    Qlora,
-    /// ZeRO stage 3 over this many GPUs.
-    Zero3 {
-        /// GPUs.
-        gpus: u64,
-    },
-    /// A shorter sequence / context (the longest that fits).
-    ShorterSeq {
-        /// Tokens.
-        seq_len: u64,
-    },
-    /// Weights in this format.
-    Weights {
-        /// Format name.
-        format: &'static str,
-    },
-    /// FP8 KV cache.
-    Fp8Kv,
-}
-
 /// The result of one mode.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModeResult {
@@ -173,8 +130,8 @@ pub struct ModeResult {
     pub max_batch: Option<u64>,
     /// The largest sequence / context that fits.
     pub max_seq: Option<u64>,
-    /// Changes that make it fit (only when it does not).
-    pub suggestions: Vec<Suggestion>,
+    /// Host RAM per GPU process for what is offloaded (ZeRO-Offload; 0 when nothing is).
+    pub host_bytes: u64,
     /// Notes and warnings of the core.
     pub notes: Vec<String>,
     /// vLLM serving figures (inference with the vLLM engine).
@@ -194,24 +151,12 @@ fn overheads() -> DeviceOverheads {
     DeviceOverheads::default()
 }
 
-/// The device total of one training scenario (the core's totals, without explanations).
-fn train_device(spec: &ModelSpec, s: &Scenario) -> Option<u64> {
-    train::training_totals(spec, s, &overheads())
-        .ok()
-        .map(|e| e.device_bytes)
-}
-
 /// `(x, device total)` for every scenario of a sweep that the core estimates.
 fn train_device_sweep(spec: &ModelSpec, xs: &[u64], scenarios: &[Scenario]) -> Vec<(u64, u64)> {
     xs.iter()
         .zip(train::sweep(spec, scenarios, &overheads()))
         .filter_map(|(&x, t)| t.ok().map(|t| (x, t.device_bytes)))
         .collect()
-}
-
-fn infer_fits_bytes(spec: &ModelSpec, s: &Scenario) -> Option<(u64, Verdict)> {
-    let e = infer::inference_totals(spec, s, &overheads()).ok()?;
-    Some(totals_verdict(&e, s))
 }
 
 /// The compared total and verdict of an inference estimate: transformers compares the device total
@@ -262,13 +207,12 @@ pub fn train_result(
     let mut r = train_base(spec, s, usable_bytes)?;
     r.max_batch = train_max_batch(spec, s, usable_bytes);
     r.max_seq = train_max_seq(spec, s, usable_bytes);
-    r.suggestions = train_suggestions_for(spec, s, usable_bytes, r.verdict, r.max_seq);
     Ok(r)
 }
 
 /// The training result without the solvers: one estimate (the headline, verdict and table);
-/// `max_batch`, `max_seq` and `suggestions` are left empty for [`train_max_batch`],
-/// [`train_max_seq`] and [`train_suggestions_for`] (the page fills them in a later task).
+/// `max_batch` and `max_seq` are left empty for [`train_max_batch`] and [`train_max_seq`] (the page
+/// fills them in a later task).
 pub fn train_base(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Result<ModeResult, String> {
     let e: TrainEstimate =
         train::estimate_training(spec, s, &overheads()).map_err(|e| e.to_string())?;
@@ -284,7 +228,7 @@ pub fn train_base(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Result<M
         breakdown: breakdown(&e.phases, &e.terms),
         max_batch: None,
         max_seq: None,
-        suggestions: Vec::new(),
+        host_bytes: e.cpu_offload_bytes,
         notes: Vec::new(),
         serving: None,
     })
@@ -313,137 +257,6 @@ pub fn train_max_seq(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Optio
         device_budget(usable_bytes),
         seq_cap(spec),
     )
-}
-
-/// The cheapest changes that make a run fit; empty unless `verdict` is "does not fit".
-pub fn train_suggestions_for(
-    spec: &ModelSpec,
-    s: &Scenario,
-    usable_bytes: u64,
-    verdict: Verdict,
-    max_seq: Option<u64>,
-) -> Vec<Suggestion> {
-    if verdict == Verdict::DoesNotFit {
-        train_suggestions(spec, s, usable_bytes, max_seq)
-    } else {
-        Vec::new()
-    }
-}
-
-fn train_suggestions(
-    spec: &ModelSpec,
-    s: &Scenario,
-    usable: u64,
-    max_seq: Option<u64>,
-) -> Vec<Suggestion> {
-    let mut out = Vec::new();
-    let mut try_change = |change: Change, variant: Scenario| {
-        if let Some(b) = train_device(spec, &variant) {
-            out.push(Suggestion {
-                change,
-                new_bytes: b,
-                verdict: Verdict::of(b, usable),
-            });
-        }
-    };
-    if !s.grad_checkpointing {
-        try_change(
-            Change::Checkpointing,
-            Scenario {
-                grad_checkpointing: true,
-                ..s.clone()
-            },
-        );
-    }
-    if s.lora.is_none() && s.optimizer != Optimizer::Adamw8bit {
-        try_change(
-            Change::Adamw8bit,
-            Scenario {
-                optimizer: Optimizer::Adamw8bit,
-                ..s.clone()
-            },
-        );
-    }
-    if s.lora.is_none() {
-        let lora = Lora {
-            r: 16,
-            alpha: 32,
-            targets: LoraTargets::AllLinear,
-            base_quant: BaseQuant::None,
-        };
-        try_change(
-            Change::Lora,
-            Scenario {
-                lora: Some(lora.clone()),
-                ..s.clone()
-            },
-        );
-        try_change(
-            Change::Qlora,
-            Scenario {
-                lora: Some(Lora {
-                    base_quant: BaseQuant::Nf4,
-                    ..lora
-                }),
-                // QLoRA trains the adapters in bf16 over the 4-bit base.
-                grad_checkpointing: true,
-                ..s.clone()
-            },
-        );
-    }
-    if s.zero.0 < 3 || s.gpus < 8 {
-        for gpus in [s.gpus.max(2), 4, 8, 16, 32, 64] {
-            if gpus < s.gpus {
-                continue;
-            }
-            let variant = Scenario {
-                zero: ZeroStage(3),
-                gpus,
-                ..s.clone()
-            };
-            if let Some(b) = train_device(spec, &variant) {
-                if b <= usable || gpus == 64 {
-                    out.push(Suggestion {
-                        change: Change::Zero3 { gpus },
-                        new_bytes: b,
-                        verdict: Verdict::of(b, usable),
-                    });
-                    break;
-                }
-            }
-        }
-    }
-    if let Some(seq) = max_seq.filter(|&m| m < s.seq_len) {
-        if let Some(b) = train_device(
-            spec,
-            &Scenario {
-                seq_len: seq,
-                ..s.clone()
-            },
-        ) {
-            out.push(Suggestion {
-                change: Change::ShorterSeq { seq_len: seq },
-                new_bytes: b,
-                verdict: Verdict::of(b, usable),
-            });
-        }
-    }
-    sort_suggestions(out)
-}
-
-/// Changes that fit first (in the order tried, which is cheapest first), then the rest by size.
-fn sort_suggestions(mut v: Vec<Suggestion>) -> Vec<Suggestion> {
-    v.sort_by_key(|s| {
-        (
-            s.verdict == Verdict::DoesNotFit,
-            if s.verdict == Verdict::DoesNotFit {
-                s.new_bytes
-            } else {
-                0
-            },
-        )
-    });
-    v
 }
 
 /// Computes the inference result.
@@ -475,14 +288,13 @@ pub fn infer_base(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String> 
         breakdown: breakdown(&e.phases, &e.terms),
         max_batch: None,
         max_seq: None,
-        suggestions: Vec::new(),
+        host_bytes: 0,
         notes: e.notes.clone(),
         serving: (s.engine == Engine::Vllm).then(|| e.serving.clone()),
     })
 }
 
-/// Fills the solvers of an [`infer_base`] result: the longest context and largest batch that fit
-/// and, when it does not fit, the cheapest changes.
+/// Fills the solvers of an [`infer_base`] result: the longest context and largest batch that fit.
 pub fn infer_solve(spec: &ModelSpec, s: &Scenario, r: &mut ModeResult) {
     r.max_seq = infer::max_context(spec, s, &overheads())
         .ok()
@@ -490,54 +302,6 @@ pub fn infer_solve(spec: &ModelSpec, s: &Scenario, r: &mut ModeResult) {
     r.max_batch = infer::max_batch(spec, s, &overheads())
         .ok()
         .filter(|&v| v > 0);
-    r.suggestions = if r.verdict == Verdict::DoesNotFit {
-        infer_suggestions(spec, s, r.max_seq)
-    } else {
-        Vec::new()
-    };
-}
-
-fn infer_suggestions(spec: &ModelSpec, s: &Scenario, max_seq: Option<u64>) -> Vec<Suggestion> {
-    let mut out = Vec::new();
-    let mut try_change = |change: Change, variant: Scenario| {
-        if let Some((b, v)) = infer_fits_bytes(spec, &variant) {
-            out.push(Suggestion {
-                change,
-                new_bytes: b,
-                verdict: v,
-            });
-        }
-    };
-    for format in ["fp8", "int8", "nf4"] {
-        if s.weights.as_deref() != Some(format) {
-            try_change(
-                Change::Weights { format },
-                Scenario {
-                    weights: Some(format.to_string()),
-                    ..s.clone()
-                },
-            );
-        }
-    }
-    if s.kv_dtype.as_deref() != Some("fp8") {
-        try_change(
-            Change::Fp8Kv,
-            Scenario {
-                kv_dtype: Some("fp8".into()),
-                ..s.clone()
-            },
-        );
-    }
-    if let Some(seq) = max_seq.filter(|&m| m < s.seq_len) {
-        try_change(
-            Change::ShorterSeq { seq_len: seq },
-            Scenario {
-                seq_len: seq,
-                ..s.clone()
-            },
-        );
-    }
-    sort_suggestions(out)
 }
 
 /// Computes every shown result.
@@ -545,13 +309,10 @@ pub fn page_results(spec: &ModelSpec, page: &PageScenario) -> PageResults {
     let usable = page.gpu.usable_bytes();
     PageResults {
         train: page
-            .mode
-            .train()
+            .task
+            .trains()
             .then(|| train_result(spec, &page.train_scenario(), usable)),
-        infer: page
-            .mode
-            .infer()
-            .then(|| infer_result(spec, &page.infer_scenario())),
+        infer: (!page.task.trains()).then(|| infer_result(spec, &page.infer_scenario())),
     }
 }
 
@@ -565,14 +326,32 @@ pub struct Series {
 }
 
 /// A swept chart: memory (or capacity) against batch or sequence length.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Sweep {
     /// Lines.
     pub series: Vec<Series>,
+    /// Index in `series` of the main line (the scenario's choice; 0 by default). The chart sets its
+    /// y range from this line and draws the others as light dashed comparison lines.
+    pub primary: usize,
     /// The GPU's usable memory (for memory charts).
     pub capacity_bytes: Option<u64>,
     /// The largest fitting x, marked on the chart.
     pub largest_fit: Option<u64>,
+    /// The x of the user's current setting (batch, sequence or context length), marked on the
+    /// chart; the swept points include it when it lies inside their range.
+    pub current: Option<u64>,
+}
+
+/// `xs` with `x` added when it lies inside their range (sorted, deduplicated).
+fn with_x(mut xs: Vec<u64>, x: u64) -> Vec<u64> {
+    if let (Some(&lo), Some(&hi)) = (xs.first(), xs.last()) {
+        if (lo..=hi).contains(&x) {
+            xs.push(x);
+        }
+    }
+    xs.sort_unstable();
+    xs.dedup();
+    xs
 }
 
 /// Powers of two from `from` up to `to` (inclusive), at most `max_points`.
@@ -586,15 +365,15 @@ pub fn powers_of_two(from: u64, to: u64, max_points: usize) -> Vec<u64> {
     v
 }
 
-/// Training device memory against micro-batch size.
+/// Training device memory against micro-batch size, with the current batch (`s.batch`) marked.
 pub fn train_batch_sweep(
     spec: &ModelSpec,
     s: &Scenario,
     usable: u64,
     max_batch: Option<u64>,
 ) -> Sweep {
-    let top = max_batch.map_or(16, |m| (m * 2).max(16));
-    let xs = powers_of_two(1, top, 9);
+    let top = max_batch.map_or(16, |m| m.saturating_mul(2).max(16));
+    let xs = with_x(powers_of_two(1, top, 9), s.batch);
     let scenarios: Vec<Scenario> = xs
         .iter()
         .map(|&b| Scenario {
@@ -608,12 +387,17 @@ pub fn train_batch_sweep(
             name: String::new(),
             points,
         }],
+        primary: 0,
         capacity_bytes: Some(usable),
         largest_fit: max_batch,
+        current: Some(s.batch),
     }
 }
 
-/// Training device memory against sequence length, eager and SDPA attention.
+/// Training device memory against sequence length, eager and SDPA attention: `series[0]` is eager,
+/// `series[1]` SDPA (or flash-attention when the scenario uses it; its memory is SDPA's), named
+/// `names` in that order. `primary` is the scenario's choice (`s.attention`), the other one is the
+/// comparison; the current sequence length (`s.seq_len`) is marked.
 pub fn train_seq_sweep(
     spec: &ModelSpec,
     s: &Scenario,
@@ -621,8 +405,12 @@ pub fn train_seq_sweep(
     max_seq: Option<u64>,
     names: [&str; 2],
 ) -> Sweep {
-    let xs = powers_of_two(256, seq_cap(spec).max(256), 8);
-    let series = [AttentionImpl::Eager, AttentionImpl::Sdpa]
+    let xs = with_x(powers_of_two(256, seq_cap(spec).max(256), 8), s.seq_len);
+    let fused = match s.attention {
+        AttentionImpl::Eager => AttentionImpl::Sdpa,
+        other => other,
+    };
+    let series = [AttentionImpl::Eager, fused]
         .into_iter()
         .zip(names)
         .map(|(attention, name)| {
@@ -642,13 +430,15 @@ pub fn train_seq_sweep(
         .collect();
     Sweep {
         series,
+        primary: usize::from(s.attention != AttentionImpl::Eager),
         capacity_bytes: Some(usable),
         largest_fit: max_seq,
+        current: Some(s.seq_len),
     }
 }
 
 /// Inference: device memory (transformers) against context length, and sequences the vLLM KV pool
-/// holds at each context length.
+/// holds at each context length; both mark the current context length (`s.seq_len`).
 pub fn infer_context_sweeps(
     spec: &ModelSpec,
     s: &Scenario,
@@ -658,7 +448,7 @@ pub fn infer_context_sweeps(
         0 => 131_072,
         m => m,
     };
-    let xs = powers_of_two(512, cap.max(512), 9);
+    let xs = with_x(powers_of_two(512, cap.max(512), 9), s.seq_len);
     let mut mem = Vec::new();
     let mut conc = Vec::new();
     let transformers = Scenario {
@@ -692,16 +482,20 @@ pub fn infer_context_sweeps(
                 name: String::new(),
                 points: mem,
             }],
+            primary: 0,
             capacity_bytes: Some(s.serving.gpu_memory_bytes),
             largest_fit: max_context,
+            current: Some(s.seq_len),
         },
         Sweep {
             series: vec![Series {
                 name: String::new(),
                 points: conc,
             }],
+            primary: 0,
             capacity_bytes: None,
             largest_fit: None,
+            current: Some(s.seq_len),
         },
     )
 }

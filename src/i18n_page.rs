@@ -1,7 +1,7 @@
 //! Text of the scenario form, the results and the charts, in English and Simplified Chinese. Field
 //! labels and one-line hints are looked up by the field key the form uses.
 
-use crate::compute::Change;
+use crate::fit::Change;
 use crate::i18n::Lang;
 use vram_core::gpu_catalog::Verdict;
 
@@ -9,12 +9,15 @@ use vram_core::gpu_catalog::Verdict;
 pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
     let zh = lang == Lang::Zh;
     let (en, cn): ((&str, &str), (&str, &str)) = match key {
-        "mode" => (
+        "method" => (
             (
-                "What to estimate",
-                "Training, inference, or both side by side.",
+                "Method",
+                "LoRA adapters over the frozen base; QLoRA keeps the base in 4-bit NF4 and turns on gradient checkpointing, as its recipes do.",
             ),
-            ("估算内容", "训练、推理，或并排显示两者。"),
+            (
+                "方法",
+                "在冻结底座上训练 LoRA 适配器；QLoRA 把底座存为 4 bit NF4，并按其惯例开启梯度检查点。",
+            ),
         ),
         "gpu" => (
             (
@@ -441,29 +444,60 @@ pub fn component(lang: Lang, key: &str) -> String {
     s.to_string()
 }
 
-/// Column label of a phase. English keeps the names `vram measure` and the CLI use (`forward_2` is
-/// the steady-state step); Chinese translates them.
+/// Column label of a phase, named for people: the core's `forward` is the first step's forward
+/// (autocast's weight cache and the optimizer's lazily created states make it differ from later
+/// steps), `forward_2` the steady state. Unknown names pass through.
 pub fn phase(lang: Lang, name: &str) -> String {
-    if lang != Lang::Zh {
-        return name.to_string();
-    }
+    let zh = lang == Lang::Zh;
     let (base, steady) = match name.strip_suffix("_2") {
         Some(b) => (b, true),
         None => (name, false),
     };
-    let zh = match base {
-        "load" => "加载",
-        "forward" => "前向",
-        "backward" => "反向",
-        "optimizer" => "优化器步",
-        "prefill" => "预填充",
-        "decode" => "解码",
+    let (en, cn) = match base {
+        "load" => ("load", "加载"),
+        "forward" => ("forward", "前向"),
+        "backward" => ("backward", "反向"),
+        "optimizer" => ("optimizer step", "优化器步"),
+        "prefill" => ("prefill", "预填充"),
+        "decode" => ("decode", "解码"),
         _ => return name.to_string(),
     };
-    if steady {
-        format!("{zh}（稳态）")
-    } else {
-        zh.to_string()
+    let training = matches!(base, "forward" | "backward" | "optimizer");
+    match (zh, training, steady) {
+        (false, true, false) => format!("1st step {en}"),
+        (false, true, true) => format!("steady-state {en}"),
+        (false, false, _) => en.to_string(),
+        (true, true, false) => format!("第 1 步{cn}"),
+        (true, true, true) => format!("稳态{cn}"),
+        (true, false, _) => cn.to_string(),
+    }
+}
+
+/// What a phase is, for the tooltip of its column.
+pub fn phase_tip(lang: Lang, name: &str) -> &'static str {
+    let zh = lang == Lang::Zh;
+    let base = name.strip_suffix("_2").unwrap_or(name);
+    let steady = name.ends_with("_2");
+    match (base, steady, zh) {
+        ("load", _, false) => "After the model is loaded, before the first step.",
+        ("load", _, true) => "模型加载后、第一步之前。",
+        ("forward", false, false) => "End of the first forward pass: saved activations, autocast's weight copies, logits and loss.",
+        ("forward", false, true) => "第一次前向结束：保存的激活、autocast 权重副本、logits 与 loss。",
+        ("backward", false, false) => "Peak of the first backward pass: gradients appear while activations are freed.",
+        ("backward", false, true) => "第一次反向的峰值：梯度产生、激活逐步释放。",
+        ("optimizer", false, false) => "The first optimizer step: its states are created now, with the step's temporaries.",
+        ("optimizer", false, true) => "第一次优化器步：此时创建优化器状态，并有临时张量。",
+        ("forward", true, false) => "A later step's forward: optimizer states already live beside it.",
+        ("forward", true, true) => "之后某一步的前向：优化器状态已常驻。",
+        ("backward", true, false) => "A later step's backward: usually the peak of training.",
+        ("backward", true, true) => "之后某一步的反向：通常是训练的峰值。",
+        ("optimizer", true, false) => "A later optimizer step.",
+        ("optimizer", true, true) => "之后的优化器步。",
+        ("prefill", _, false) => "Processing the prompt: the whole context at once.",
+        ("prefill", _, true) => "处理提示词：整个上下文一次计算。",
+        ("decode", _, false) => "Generating tokens one at a time with the KV cache full.",
+        ("decode", _, true) => "逐个生成 token，KV 缓存已满。",
+        _ => "",
     }
 }
 
@@ -482,62 +516,58 @@ pub fn verdict(lang: Lang, v: Verdict) -> &'static str {
 /// Suggestion text.
 pub fn change(lang: Lang, c: &Change) -> String {
     let zh = lang == Lang::Zh;
+    let pick = |en: String, cn: String| if zh { cn } else { en };
     match c {
-        Change::Checkpointing => {
-            if zh {
-                "开启梯度检查点".into()
-            } else {
-                "Turn on gradient checkpointing".into()
-            }
-        }
-        Change::Adamw8bit => {
-            if zh {
-                "改用 8 bit AdamW".into()
-            } else {
-                "Use 8-bit AdamW".into()
-            }
-        }
-        Change::Lora => {
-            if zh {
-                "LoRA（r = 16，全部线性层）".into()
-            } else {
-                "LoRA (r = 16, all linear layers)".into()
-            }
-        }
-        Change::Qlora => {
-            if zh {
-                "QLoRA（NF4 底座 + LoRA r = 16 + 检查点）".into()
-            } else {
-                "QLoRA (NF4 base + LoRA r = 16 + checkpointing)".into()
-            }
-        }
-        Change::Zero3 { gpus } => {
-            if zh {
-                format!("ZeRO-3，{gpus} 张 GPU")
-            } else {
-                format!("ZeRO-3 over {gpus} GPUs")
-            }
-        }
-        Change::ShorterSeq { seq_len } => {
-            if zh {
-                format!("缩短到 {seq_len} 个 token")
-            } else {
-                format!("Shorten to {seq_len} tokens")
-            }
-        }
-        Change::Weights { format } => {
-            if zh {
-                format!("{format} 权重")
-            } else {
-                format!("{format} weights")
-            }
-        }
-        Change::Fp8Kv => {
-            if zh {
-                "fp8 KV 缓存".into()
-            } else {
-                "fp8 KV cache".into()
-            }
+        Change::Checkpointing => pick(
+            "Turn on gradient checkpointing (≈ 30 % slower steps)".into(),
+            "开启梯度检查点（每步约慢 30 %）".into(),
+        ),
+        Change::MicroBatch {
+            batch,
+            accumulation,
+        } => pick(
+            format!("Micro-batch {batch} × {accumulation} accumulation steps (same global batch)"),
+            format!("微批 {batch} × 梯度累积 {accumulation} 步（全局批量不变）"),
+        ),
+        Change::OffloadOptimizer => pick(
+            "Offload the optimizer states to CPU RAM (DeepSpeed ZeRO-Offload)".into(),
+            "把优化器状态卸载到 CPU 内存（DeepSpeed ZeRO-Offload）".into(),
+        ),
+        Change::Adamw8bit => pick("Use 8-bit AdamW".into(), "改用 8 bit AdamW".into()),
+        Change::Lora => pick(
+            "Fine-tune with LoRA (r = 16, all linear layers) instead".into(),
+            "改用 LoRA 微调（r = 16，全部线性层）".into(),
+        ),
+        Change::Qlora => pick(
+            "QLoRA: 4-bit NF4 base + LoRA + checkpointing".into(),
+            "QLoRA：4 bit NF4 底座 + LoRA + 检查点".into(),
+        ),
+        Change::Weights { format } => pick(format!("{format} weights"), format!("{format} 权重")),
+        Change::Fp8Kv => pick("fp8 KV cache".into(), "fp8 KV 缓存".into()),
+        Change::ShorterSeq { seq_len } => pick(
+            format!(
+                "Shorten to {} tokens",
+                vram_core::units::group_thousands(*seq_len)
+            ),
+            format!(
+                "缩短到 {} 个 token",
+                vram_core::units::group_thousands(*seq_len)
+            ),
+        ),
+        Change::Zero3Gpus { gpus } => pick(
+            format!("ZeRO-3 over {gpus} × this GPU"),
+            format!("ZeRO-3，{gpus} 张这种 GPU"),
+        ),
+        Change::TensorParallel { gpus } => pick(
+            format!("Tensor parallel over {gpus} × this GPU"),
+            format!("张量并行，{gpus} 张这种 GPU"),
+        ),
+        Change::SingleGpu { id } => {
+            let name = vram_core::gpu_catalog::find(id).map_or(*id, |g| g.name);
+            pick(
+                format!("The smallest single GPU that fits: {name}"),
+                format!("放得下的最小单卡：{name}"),
+            )
         }
     }
 }
@@ -561,6 +591,10 @@ pub struct PageText {
     pub custom: &'static str,
     /// Auto option.
     pub auto: &'static str,
+    /// The "Advanced" disclosure of each task's form.
+    pub advanced: &'static str,
+    /// Label of the device total in the breakdown card.
+    pub total_device_short: &'static str,
     /// Full training option.
     pub full: &'static str,
     /// Headline: "peak per GPU".
@@ -665,6 +699,8 @@ pub static PAGE_EN: PageText = PageText {
     inference: "Inference",
     custom: "Custom size…",
     auto: "auto",
+    advanced: "Advanced",
+    total_device_short: "Device total (nvidia-smi) / usable",
     full: "Full training",
     per_gpu: "per GPU",
     total_device:
@@ -724,6 +760,8 @@ pub static PAGE_ZH: PageText = PageText {
     inference: "推理",
     custom: "自定义大小…",
     auto: "自动",
+    advanced: "高级选项",
+    total_device_short: "设备总量（nvidia-smi）/ 可用",
     full: "全参训练",
     per_gpu: "每张 GPU",
     total_device: "设备总量（nvidia-smi 显示的值：保留显存 + CUDA 上下文 + cuBLAS 工作区）",
@@ -789,8 +827,10 @@ mod phase_label_tests {
     #[test]
     fn english_keeps_the_measure_phase_names_and_chinese_translates_them() {
         assert_eq!(phase(Lang::En, "backward_2"), "backward_2");
-        assert_eq!(phase(Lang::Zh, "forward"), "前向");
-        assert_eq!(phase(Lang::Zh, "optimizer_2"), "优化器步（稳态）");
+        assert_eq!(phase(Lang::Zh, "forward"), "第 1 步前向");
+        assert_eq!(phase(Lang::Zh, "optimizer_2"), "稳态优化器步");
+        assert_eq!(phase(Lang::En, "backward_2"), "steady-state backward");
+        assert_eq!(phase(Lang::En, "forward"), "1st step forward");
         assert_eq!(phase(Lang::Zh, "prefill"), "预填充");
         assert_eq!(phase(Lang::Zh, "unknown_phase"), "unknown_phase");
     }
@@ -840,7 +880,7 @@ mod field_label_tests {
         "lora_targets",
         "max_model_len",
         "max_num_seqs",
-        "mode",
+        "method",
         "offload_optimizer",
         "offload_params",
         "optimizer",

@@ -1,15 +1,18 @@
 //! The vram web app (Leptos CSR). Every figure on the page comes from `vram_core`; this crate only
 //! reads input, keeps state and renders.
 
+pub mod answer;
 pub mod app;
 pub mod chart_view;
 pub mod charts;
 pub mod checkpoint_view;
 pub mod compute;
 pub mod export;
+pub mod fit;
 pub mod i18n;
 pub mod i18n_local;
 pub mod i18n_page;
+pub mod launch;
 pub mod load;
 pub mod local;
 pub mod local_view;
@@ -23,6 +26,7 @@ pub mod scenario_form;
 pub mod share;
 pub mod state;
 pub mod units_fmt;
+pub mod verdict_view;
 
 /// Mounts the app on `<body>`.
 pub fn start() {

@@ -148,12 +148,12 @@ pub fn gib(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::page_scenario::{GpuChoice, PageMode};
+    use crate::page_scenario::{GpuChoice, Task};
     use vram_core::scenario::Engine;
 
     fn page() -> PageScenario {
         let mut p = PageScenario {
-            mode: PageMode::Infer,
+            task: Task::Serve,
             gpu: GpuChoice::Catalog("rtx4090"),
             ..PageScenario::default()
         };

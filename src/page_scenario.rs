@@ -4,45 +4,44 @@
 use serde::{Deserialize, Serialize};
 use vram_core::gpu_catalog::{self, GpuKind};
 use vram_core::infer::llama_cpp::fit::Machine;
-use vram_core::scenario::{Engine, Mode};
+use vram_core::scenario::{BaseQuant, Engine, Lora, LoraTargets, Mode};
 use vram_core::Scenario;
 
-/// Which budgets the page shows.
+/// What the user is doing: the page asks one question per task and shows only its inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PageMode {
-    /// Training only.
+pub enum Task {
+    /// Inference: HF transformers, vLLM (concurrency at the user's context) or llama.cpp.
+    Serve,
+    /// Parameter-efficient fine-tuning: LoRA over a bf16, int8 or NF4 (QLoRA) base.
+    Finetune,
+    /// Full training: every weight trained, optimizer states for all of them.
     Train,
-    /// Inference only.
-    Infer,
-    /// Both, side by side.
-    Both,
 }
 
-impl PageMode {
-    /// URL / select value.
+impl Task {
+    /// URL key and test id suffix (`task-serve`, ...).
     pub fn key(self) -> &'static str {
         match self {
-            PageMode::Train => "train",
-            PageMode::Infer => "infer",
-            PageMode::Both => "both",
+            Task::Serve => "serve",
+            Task::Finetune => "finetune",
+            Task::Train => "train",
         }
     }
-    /// Parses [`PageMode::key`].
-    pub fn from_key(s: &str) -> Option<PageMode> {
+    /// Parses [`Task::key`]; the keys of the former mode switch map onto tasks (`infer` and `both`
+    /// were opened on inference, `train` on training), so old share links keep working.
+    pub fn from_key(s: &str) -> Option<Task> {
         match s {
-            "train" => Some(PageMode::Train),
-            "infer" => Some(PageMode::Infer),
-            "both" => Some(PageMode::Both),
+            "serve" | "infer" | "both" => Some(Task::Serve),
+            "finetune" => Some(Task::Finetune),
+            "train" => Some(Task::Train),
             _ => None,
         }
     }
-    /// Whether the training budget is shown.
-    pub fn train(self) -> bool {
-        self != PageMode::Infer
-    }
-    /// Whether the inference budget is shown.
-    pub fn infer(self) -> bool {
-        self != PageMode::Train
+    /// All tasks in tab order.
+    pub const ALL: [Task; 3] = [Task::Serve, Task::Finetune, Task::Train];
+    /// Whether the task runs the training estimate.
+    pub fn trains(self) -> bool {
+        self != Task::Serve
     }
 }
 
@@ -88,11 +87,14 @@ impl GpuChoice {
 /// Everything the user set besides the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PageScenario {
-    /// Which budgets to show.
-    pub mode: PageMode,
-    /// The training scenario (`Scenario::default()` to start: bf16 autocast AdamW, batch 1, 2048, SDPA).
+    /// The task shown.
+    pub task: Task,
+    /// The full-training scenario (`Scenario::default()`: bf16 autocast AdamW, batch 1, 2048, SDPA).
     pub train: Scenario,
-    /// The inference scenario (`Scenario::inference()` to start: bf16, batch 1, 4096 tokens).
+    /// The fine-tuning scenario ([`finetune_default`]: LoRA r 16 on all linear layers with gradient
+    /// checkpointing).
+    pub finetune: Scenario,
+    /// The serving scenario ([`serve_default`]: vLLM, bf16, one request of 4,096 tokens).
     pub infer: Scenario,
     /// The GPU.
     pub gpu: GpuChoice,
@@ -126,12 +128,40 @@ impl Default for LocalMachine {
     }
 }
 
+/// The fine-tuning scenario a newcomer would choose, as the peft / TRL recipes set it up: LoRA r 16,
+/// alpha 32 on all linear layers (`target_modules="all-linear"`), bf16 autocast over the frozen base,
+/// AdamW on the adapters, and gradient checkpointing on (TRL's `SFTConfig` and the QLoRA recipes
+/// turn it on; it is what lets a 7B adapter train on one consumer card).
+pub fn finetune_default() -> Scenario {
+    Scenario {
+        lora: Some(Lora {
+            r: 16,
+            alpha: 32,
+            targets: LoraTargets::AllLinear,
+            base_quant: BaseQuant::None,
+        }),
+        grad_checkpointing: true,
+        ..Scenario::default()
+    }
+}
+
+/// The serving scenario to start with: vLLM, bf16 weights, one request, and `max_model_len` equal to
+/// the context the user types (4,096 to start) rather than the model's `max_position_embeddings`,
+/// so the concurrency shown is for the user's context.
+pub fn serve_default() -> Scenario {
+    let mut s = Scenario::inference();
+    s.engine = Engine::Vllm;
+    s.serving.max_model_len = s.seq_len;
+    s
+}
+
 impl Default for PageScenario {
     fn default() -> Self {
         PageScenario {
-            mode: PageMode::Both,
+            task: Task::Serve,
             train: Scenario::default(),
-            infer: Scenario::inference(),
+            finetune: finetune_default(),
+            infer: serve_default(),
             gpu: GpuChoice::Catalog("h100-80"),
             local: LocalMachine::default(),
         }
@@ -154,7 +184,7 @@ impl PageScenario {
     }
     /// Whether the llama.cpp ("local") view is shown.
     pub fn local_view(&self) -> bool {
-        self.mode.infer() && self.infer.engine == Engine::LlamaCpp
+        self.task == Task::Serve && self.infer.engine == Engine::LlamaCpp
     }
     /// Memory one GPU can give to llama.cpp: the free-memory override, else the GPU's usable memory
     /// less the desktop allowance when a display is attached to a discrete card.
@@ -191,11 +221,41 @@ impl PageScenario {
             unified,
         }
     }
-    /// The training scenario as computed.
+    /// The scenario of the training task on screen (fine-tune or full training; full training while
+    /// serving, for callers that need one).
+    pub fn training(&self) -> &Scenario {
+        match self.task {
+            Task::Finetune => &self.finetune,
+            Task::Train | Task::Serve => &self.train,
+        }
+    }
+    /// Mutable [`PageScenario::training`].
+    pub fn training_mut(&mut self) -> &mut Scenario {
+        match self.task {
+            Task::Finetune => &mut self.finetune,
+            Task::Train | Task::Serve => &mut self.train,
+        }
+    }
+    /// The training scenario as computed (that of the task on screen).
     pub fn train_scenario(&self) -> Scenario {
-        let mut s = self.train.clone();
+        let mut s = self.training().clone();
         s.mode = Mode::Train;
         s
+    }
+    /// The GPU count of the task on screen: data-parallel ranks for training, the tensor-parallel
+    /// size for vLLM.
+    pub fn gpus(&self) -> u64 {
+        match self.task {
+            Task::Serve => self.infer.serving.tensor_parallel_size.max(1),
+            _ => self.training().gpus,
+        }
+    }
+    /// Sets [`PageScenario::gpus`].
+    pub fn set_gpus(&mut self, n: u64) {
+        match self.task {
+            Task::Serve => self.infer.serving.tensor_parallel_size = n,
+            _ => self.training_mut().gpus = n,
+        }
     }
 }
 
@@ -215,7 +275,11 @@ pub fn validate(p: &PageScenario) -> Result<(), String> {
     if p.gpu.usable_bytes() == 0 {
         return Err("gpu: expected a usable memory size above 0".into());
     }
-    p.train_scenario().validate().map_err(|e| e.to_string())?;
+    for t in [&p.train, &p.finetune] {
+        let mut s = t.clone();
+        s.mode = Mode::Train;
+        s.validate().map_err(|e| e.to_string())?;
+    }
     let i = p.infer_scenario();
     i.validate().map_err(|e| e.to_string())?;
     if i.engine == Engine::LlamaCpp {
@@ -237,4 +301,21 @@ pub fn validate_llama(p: &PageScenario, spec: &vram_core::ModelSpec) -> Result<(
     let i = p.infer_scenario();
     let r = llama_cpp::resolve(spec, &i).map_err(|e| e.to_string())?;
     llama_cpp::validate(&i.llama_cpp, r.model.layers.len() as u64).map_err(|e| e.to_string())
+}
+
+/// Whether the core estimates the page's task for this model (the error names the field when not).
+/// The llama.cpp view is checked by [`validate_llama`].
+pub fn estimate_ok(p: &PageScenario, spec: &vram_core::ModelSpec) -> Result<(), String> {
+    let o = vram_core::report::DeviceOverheads::default();
+    if p.task.trains() {
+        vram_core::train::training_totals(spec, &p.train_scenario(), &o)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    } else if p.local_view() {
+        Ok(())
+    } else {
+        vram_core::infer::inference_totals(spec, &p.infer_scenario(), &o)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
 }

@@ -8,7 +8,7 @@ use crate::charts::{draw_phase_bars, draw_sweep, ChartTheme};
 use crate::compute::{self, Budgeted, ModeResult, PageResults, Sweep};
 use crate::export;
 use crate::i18n::Lang;
-use crate::i18n_page::{change, component, phase, verdict};
+use crate::i18n_page::{component, phase};
 use crate::load::ModelSource;
 use crate::share::SharedState;
 use crate::state::{use_state, AppState};
@@ -19,17 +19,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
-use vram_core::gpu_catalog::Verdict;
 use vram_core::units::group_thousands;
 use vram_core::{ModelSpec, Scenario};
-
-fn verdict_class(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Fits => "verdict fits",
-        Verdict::Tight => "verdict tight",
-        Verdict::DoesNotFit => "verdict no-fit",
-    }
-}
 
 fn mode_title(lang: Lang, b: Budgeted) -> &'static str {
     match b {
@@ -50,50 +41,12 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
     let t = lang.page();
     let key = mode_key(r.budgeted);
     let b = |x: u64| state.fmt_bytes(x);
-    let pct = if r.usable_bytes > 0 {
-        r.device_bytes as f64 * 100.0 / r.usable_bytes as f64
-    } else {
-        0.0
-    };
-    let which = if vllm { t.total_vllm } else { t.total_device };
-    // Show the changes that fit; when none does alone, show what each would reach.
-    let fitting: Vec<_> = r
-        .suggestions
-        .iter()
-        .filter(|s| s.verdict != Verdict::DoesNotFit)
-        .cloned()
-        .collect();
-    let shown = if fitting.is_empty() {
-        r.suggestions.clone()
-    } else {
-        fitting
-    };
-    let suggestions = (!shown.is_empty()).then(|| {
-        view! {
-            <div class="suggestions" data-testid=format!("{key}-suggestions")>
-                <h4>{t.suggestions}</h4>
-                <ul>
-                    {shown
-                        .iter()
-                        .map(|s| {
-                            view! {
-                                <li>
-                                    <span>{change(lang, &s.change)}</span>
-                                    " — " {t.new_peak} " " <strong>{b(s.new_bytes)}</strong> " "
-                                    <span class=verdict_class(s.verdict)>{verdict(lang, s.verdict)}</span>
-                                </li>
-                            }
-                        })
-                        .collect_view()}
-                </ul>
-            </div>
-        }
-    });
+    let _ = vllm;
     let bd = &r.breakdown;
     let head = bd
         .phases
         .iter()
-        .map(|p| view! { <th scope="col" class="num">{phase(lang, p)}</th> })
+        .map(|p| view! { <th scope="col" class="num" title=crate::i18n_page::phase_tip(lang, p)>{phase(lang, p)}</th> })
         .collect_view();
     let ncols = bd.phases.len() + 1;
     let rows = bd
@@ -178,16 +131,11 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
     view! {
         <section class="card result-card" data-testid=format!("{key}-result") aria-label=mode_title(lang, r.budgeted)>
             <h2>{mode_title(lang, r.budgeted)}</h2>
-            <p class="headline-mem">
-                <span class="big" data-testid=format!("{key}-device") data-bytes=r.device_bytes.to_string()>
-                    {b(r.device_bytes)}
-                </span>
-                " " {t.per_gpu} " / " <span data-testid=format!("{key}-usable")>{b(r.usable_bytes)}</span> " "
-                {t.usable} " " {use_state().page.with_untracked(|p| p.gpu.name())} " ("
-                {format!("{pct:.0} %")} ") "
-                <span class=verdict_class(r.verdict) data-testid=format!("{key}-verdict")>{verdict(lang, r.verdict)}</span>
+            <p class="device-line">
+                {t.total_device_short} ": "
+                <span data-testid=format!("{key}-device") data-bytes=r.device_bytes.to_string()>{b(r.device_bytes)}</span>
+                " / " <span data-testid=format!("{key}-usable")>{b(r.usable_bytes)}</span>
             </p>
-            <p class="which-total">{which}</p>
             <p class="sub-totals">
                 {t.allocated} ": "
                 <strong data-testid=format!("{key}-allocated") data-bytes=r.peak_allocated_bytes.to_string()>
@@ -202,7 +150,6 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
             </p>
             {serving}
             {measured_table(state, r)}
-            {suggestions}
             <h3>{t.breakdown}</h3>
             <div class="table-wrap">
                 <table class="breakdown" data-testid=format!("{key}-breakdown")>
@@ -338,7 +285,7 @@ fn terms_list(lang: Lang, terms: &[vram_core::report::Term]) -> impl IntoView {
 
 /// The model's spec, shared by the computations (compared by address: one per loaded model).
 #[derive(Clone, Debug)]
-struct SpecRef(Arc<ModelSpec>);
+pub struct SpecRef(Arc<ModelSpec>);
 
 impl PartialEq for SpecRef {
     fn eq(&self, other: &Self) -> bool {
@@ -357,7 +304,6 @@ struct TrainMore {
     key: TrainKey,
     max_batch: Option<u64>,
     max_seq: Option<u64>,
-    suggestions: Vec<compute::Suggestion>,
     batch_sweep: Arc<Sweep>,
     seq_sweep: Arc<Sweep>,
 }
@@ -368,7 +314,6 @@ struct InferMore {
     key: InferKey,
     max_batch: Option<u64>,
     max_seq: Option<u64>,
-    suggestions: Vec<compute::Suggestion>,
     context_sweeps: Arc<(Sweep, Sweep)>,
 }
 
@@ -399,7 +344,7 @@ struct TrainCaches {
     seq_sweep: Last<(TrainKey, Option<u64>), Arc<Sweep>>,
 }
 
-fn compute_train_more(c: &mut TrainCaches, key: TrainKey, verdict: Verdict) -> TrainMore {
+fn compute_train_more(c: &mut TrainCaches, key: TrainKey) -> TrainMore {
     let (spec, s, usable) = (&key.0 .0, &key.1, key.2);
     let no_batch = (
         key.0.clone(),
@@ -417,25 +362,18 @@ fn compute_train_more(c: &mut TrainCaches, key: TrainKey, verdict: Verdict) -> T
         },
         usable,
     );
-    let max_batch = c.max_batch.get_or(no_batch.clone(), || {
-        compute::train_max_batch(spec, s, usable)
-    });
+    let max_batch = c
+        .max_batch
+        .get_or(no_batch, || compute::train_max_batch(spec, s, usable));
     let max_seq = c
         .max_seq
-        .get_or(no_seq.clone(), || compute::train_max_seq(spec, s, usable));
-    let suggestions = compute::train_suggestions_for(spec, s, usable, verdict, max_seq);
-    let batch_sweep = c.batch_sweep.get_or((no_batch, max_batch), || {
+        .get_or(no_seq, || compute::train_max_seq(spec, s, usable));
+    // Keyed by the whole scenario: the current-setting marker and the main line (the chosen
+    // attention) follow every change.
+    let batch_sweep = c.batch_sweep.get_or((key.clone(), max_batch), || {
         Arc::new(compute::train_batch_sweep(spec, s, usable, max_batch))
     });
-    let seq_key = (
-        key.0.clone(),
-        Scenario {
-            attention: vram_core::scenario::AttentionImpl::Sdpa,
-            ..no_seq.1
-        },
-        usable,
-    );
-    let seq_sweep = c.seq_sweep.get_or((seq_key, max_seq), || {
+    let seq_sweep = c.seq_sweep.get_or((key.clone(), max_seq), || {
         Arc::new(compute::train_seq_sweep(
             spec,
             s,
@@ -448,7 +386,6 @@ fn compute_train_more(c: &mut TrainCaches, key: TrainKey, verdict: Verdict) -> T
         key,
         max_batch,
         max_seq,
-        suggestions,
         batch_sweep,
         seq_sweep,
     }
@@ -463,7 +400,6 @@ fn compute_infer_more(key: InferKey, base: &ModeResult) -> InferMore {
         key,
         max_batch: r.max_batch,
         max_seq: r.max_seq,
-        suggestions: r.suggestions,
         context_sweeps,
     }
 }
@@ -471,26 +407,51 @@ fn compute_infer_more(key: InferKey, base: &ModeResult) -> InferMore {
 /// The page's results: the headline and table of each mode computed at once (one estimate each), the
 /// solvers, suggestions and chart sweeps in a task after the next frame (shown as pending meanwhile).
 #[derive(Clone, Copy)]
-struct Results {
+pub struct Results {
     /// Everything shown, merged (solver fields empty while pending).
-    all: Memo<Option<PageResults>>,
+    pub all: Memo<Option<PageResults>>,
     train_pending: Memo<bool>,
     infer_pending: Memo<bool>,
     train_more: RwSignal<Option<TrainMore>>,
     infer_more: RwSignal<Option<InferMore>>,
+    /// The make-it-fit changes and the precision strip of the page they were computed for.
+    pub advice: RwSignal<Option<AdviceFor>>,
+}
+
+/// Make-it-fit and the precision strip, with the model and page they belong to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdviceFor {
+    spec: SpecRef,
+    /// The page computed for.
+    pub page: crate::page_scenario::PageScenario,
+    /// The changes that fit.
+    pub advice: crate::fit::Advice,
+    /// Serving precisions side by side.
+    pub strip: Vec<crate::fit::PrecisionRow>,
+}
+
+impl Results {
+    /// Whether the training solvers of the page on screen are still being computed.
+    pub fn train_pending(&self) -> bool {
+        self.train_pending.get()
+    }
+    /// The advice when it belongs to the page on screen (None while it is computed).
+    pub fn current_advice(&self) -> Option<AdviceFor> {
+        let state = use_state();
+        let page = state.page.get();
+        self.advice.get().filter(|a| a.page == page)
+    }
 }
 
 fn merge_train(mut m: ModeResult, more: &TrainMore) -> ModeResult {
     m.max_batch = more.max_batch;
     m.max_seq = more.max_seq;
-    m.suggestions = more.suggestions.clone();
     m
 }
 
 fn merge_infer(mut m: ModeResult, more: &InferMore) -> ModeResult {
     m.max_batch = more.max_batch;
     m.max_seq = more.max_seq;
-    m.suggestions = more.suggestions.clone();
     m
 }
 
@@ -503,8 +464,8 @@ fn results_signals(state: AppState) -> Results {
     let train_key = Memo::new(move |_| {
         let s = spec.get()?;
         state.page.with(|p| {
-            p.mode
-                .train()
+            p.task
+                .trains()
                 .then(|| (s, p.train_scenario(), p.gpu.usable_bytes()))
         })
     });
@@ -512,7 +473,7 @@ fn results_signals(state: AppState) -> Results {
         let s = spec.get()?;
         state
             .page
-            .with(|p| p.mode.infer().then(|| (s, p.infer_scenario())))
+            .with(|p| (!p.task.trains()).then(|| (s, p.infer_scenario())))
     });
     let train_base = Memo::new(move |_| {
         train_key.with(|k| {
@@ -555,10 +516,12 @@ fn results_signals(state: AppState) -> Results {
         seq_sweep: Last(None),
     }));
     let generation = Rc::new(Cell::new(0u64));
+    let advice = RwSignal::new(None::<AdviceFor>);
     Effect::new(move |_| {
         let tk = train_key.get();
         let ik = infer_key.get();
-        let tv = train_base.with(|r| r.as_ref().and_then(|r| r.as_ref().ok().map(|m| m.verdict)));
+        let page = state.page.get();
+        let sp = spec.get();
         let ib = infer_base.with(|r| r.as_ref().and_then(|r| r.as_ref().ok().cloned()));
         let my = generation.get() + 1;
         generation.set(my);
@@ -570,9 +533,22 @@ fn results_signals(state: AppState) -> Results {
                     if generation.get() != my {
                         return;
                     }
-                    if let (Some(k), Some(v)) = (tk, tv) {
+                    if let Some(sp) = sp {
+                        let fresh = advice.with_untracked(|a| {
+                            a.as_ref().is_some_and(|a| a.page == page && a.spec == sp)
+                        });
+                        if !fresh {
+                            advice.set(Some(AdviceFor {
+                                advice: crate::fit::advise(&sp.0, &page),
+                                strip: crate::fit::precision_strip(&sp.0, &page),
+                                spec: sp,
+                                page,
+                            }));
+                        }
+                    }
+                    if let Some(k) = tk {
                         if train_more.with_untracked(|m| m.as_ref().map(|m| &m.key) != Some(&k)) {
-                            let more = compute_train_more(&mut caches.borrow_mut(), k, v);
+                            let more = compute_train_more(&mut caches.borrow_mut(), k);
                             train_more.set(Some(more));
                         }
                     }
@@ -590,6 +566,7 @@ fn results_signals(state: AppState) -> Results {
         });
     });
     Results {
+        advice,
         all,
         train_pending,
         infer_pending,
@@ -641,12 +618,17 @@ pub fn ResultsView() -> impl IntoView {
     };
     let has_results = Memo::new(move |_| results.with(|r| r.is_some()));
     let local = Memo::new(move |_| state.page.with(|p| p.local_view()));
+    let trains = Memo::new(move |_| state.page.with(|p| p.task.trains()));
     view! {
         <div class="results" data-testid="results">
             {move || has_results.get().then(|| view! {
+                <crate::verdict_view::VerdictPanel res=res />
+                <crate::verdict_view::MakeItFit res=res />
+                <crate::verdict_view::PrecisionStrip res=res />
                 <div class="results-grid">
-                    {card(Budgeted::Train)}
-                    {move || if local.get() {
+                    {move || if trains.get() {
+                        card(Budgeted::Train).into_any()
+                    } else if local.get() {
                         view! { <crate::local_view::LocalView /> }.into_any()
                     } else {
                         card(Budgeted::Infer).into_any()
@@ -791,22 +773,23 @@ fn draw_kind<DB: DrawingBackend>(
 #[component]
 fn Charts(res: Results) -> impl IntoView {
     let state = use_state();
-    let mode = Memo::new(move |_| state.page.with(|p| p.mode));
-    let local = Memo::new(move |_| state.page.with(|p| p.local_view()));
+    let trains = Memo::new(move |_| state.page.with(|p| p.task.trains()));
+    let engine = Memo::new(move |_| state.page.with(|p| p.infer.engine));
     let kinds = move || {
-        let mode = mode.get();
+        use vram_core::scenario::Engine;
         let mut v = Vec::new();
-        if mode.train() {
+        if trains.get() {
             v.push(("train-phases", ChartKind::Phases(Budgeted::Train)));
             v.push(("train-batch", ChartKind::TrainBatch));
             v.push(("train-seq", ChartKind::TrainSeq));
-        }
-        if mode.infer() {
+        } else {
             v.push(("infer-phases", ChartKind::Phases(Budgeted::Infer)));
-            // The context sweeps are the transformers and vLLM profiles: not shown for llama.cpp.
-            if !local.get() {
-                v.push(("infer-context", ChartKind::InferContext));
-                v.push(("infer-seqs", ChartKind::InferSeqs));
+            // Only the engine in use: memory against context for transformers, the sequences the
+            // KV pool holds for vLLM, none of the two for llama.cpp (its view has its own table).
+            match engine.get() {
+                Engine::Transformers => v.push(("infer-context", ChartKind::InferContext)),
+                Engine::Vllm => v.push(("infer-seqs", ChartKind::InferSeqs)),
+                Engine::LlamaCpp => {}
             }
         }
         v
@@ -877,7 +860,7 @@ pub fn share_query(state: AppState) -> String {
             Some((_, text)) => (None, Some(text.as_str())),
             None => (None, None),
         };
-        SharedState::capture(&page, preset, config, lang).to_query()
+        SharedState::capture(&page, preset, config, lang).to_query_with_fragment()
     })
 }
 
@@ -888,54 +871,70 @@ fn ShareExport(results: Memo<Option<PageResults>>) -> impl IntoView {
     let t = move || state.lang.get().page();
     let copy = move |_| {
         let Some(w) = web_sys::window() else { return };
+        // The short link, opening scrolled to the verdict.
         let href = w.location().href().unwrap_or_default();
-        let clipboard = js_sys::Reflect::get(&w.navigator(), &"clipboard".into()).ok();
-        if let Some(cb) = clipboard.filter(|c| !c.is_undefined()) {
-            if let Ok(f) = js_sys::Reflect::get(&cb, &"writeText".into()) {
-                if let Ok(f) = f.dyn_into::<js_sys::Function>() {
-                    let _ = f.call1(&cb, &href.into());
-                }
-            }
-        }
+        let base = href
+            .split(['?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        copy_text(&format!("{base}{}", share_query(state)));
         set_copied.set(true);
     };
+    // The model name for exports and file names, and the Hub id for launch lines.
+    let model_names = move || {
+        state.model.with_untracked(|m| {
+            m.as_ref().map(|m| {
+                let repo = match &m.source {
+                    ModelSource::Preset(id) => vram_core::presets::find(id)
+                        .map_or_else(|| m.spec.name.clone(), |p| p.repo.to_string()),
+                    _ => m.spec.name.clone(),
+                };
+                (m.spec.name.clone(), repo)
+            })
+        })
+    };
+    let shown_mode = move || {
+        let r = results.get_untracked()?;
+        let page = state.page.get_untracked();
+        let b = if page.task.trains() {
+            Budgeted::Train
+        } else {
+            Budgeted::Infer
+        };
+        Some((page, b, mode_of(&r, b)?))
+    };
     let csv = move |_| {
-        let r = results.get_untracked();
-        let Some(r) = r else { return };
-        let mut out = String::new();
-        for (b, name) in [(Budgeted::Train, "train"), (Budgeted::Infer, "infer")] {
-            if let Some(m) = mode_of(&r, b) {
-                let body = export::breakdown_csv(name, &m.breakdown);
-                if out.is_empty() {
-                    out.push_str(&body);
-                } else {
-                    out.push_str(body.split_once('\n').map_or("", |x| x.1));
-                }
-            }
-        }
-        download("vram-breakdown.csv", &data_url("text/csv", &out));
+        let (Some((page, b, m)), Some((name, _))) = (shown_mode(), model_names()) else {
+            return;
+        };
+        let out = export::breakdown_csv_with_context(&name, &page, mode_key(b), &m.breakdown);
+        download(
+            &export::file_name(&name, page.task, "csv"),
+            &data_url("text/csv", &out),
+        );
     };
     let md = move |_| {
-        let r = results.get_untracked();
-        let Some(r) = r else { return };
+        let (Some((page, b, m)), Some((name, _))) = (shown_mode(), model_names()) else {
+            return;
+        };
         let lang = state.lang.get_untracked();
-        let mut out = String::new();
-        for b in [Budgeted::Train, Budgeted::Infer] {
-            if let Some(m) = mode_of(&r, b) {
-                out.push_str(&export::breakdown_markdown(
-                    mode_title(lang, b),
-                    &m.breakdown,
-                ));
-                out.push('\n');
-            }
-        }
-        download("vram-breakdown.md", &data_url("text/markdown", &out));
+        let out = export::breakdown_markdown_with_context(
+            &name,
+            &page,
+            mode_title(lang, b),
+            &m.breakdown,
+        );
+        download(
+            &export::file_name(&name, page.task, "md"),
+            &data_url("text/markdown", &out),
+        );
     };
     let json = move |_| {
         let page = state.page.get_untracked();
         state.model.with_untracked(|m| {
             let Some(m) = m else { return };
-            let train = page.mode.train();
+            let train = page.task.trains();
             let scenario = if train {
                 page.train_scenario()
             } else {
@@ -944,10 +943,7 @@ fn ShareExport(results: Memo<Option<PageResults>>) -> impl IntoView {
             let doc = export::estimate_doc(m, &scenario, train);
             if let Ok(text) = serde_json::to_string_pretty(&doc) {
                 download(
-                    &format!(
-                        "vram-estimate-{}.json",
-                        if train { "train" } else { "infer" }
-                    ),
+                    &export::file_name(&m.spec.name, page.task, "json"),
                     &data_url("application/json", &text),
                 );
             }
@@ -965,6 +961,73 @@ fn ShareExport(results: Memo<Option<PageResults>>) -> impl IntoView {
                 <button type="button" class="secondary" data-testid="export-json" on:click=json>{move || t().json}</button>
             </div>
         </section>
+        <LaunchCard />
+    }
+}
+
+/// Copyable launch lines for the scenario on screen (vLLM, transformers, peft + TRL, DeepSpeed).
+#[component]
+fn LaunchCard() -> impl IntoView {
+    let state = use_state();
+    let blocks = Memo::new(move |_| {
+        let page = state.page.get();
+        state.model.with(|m| {
+            m.as_ref()
+                .map(|m| {
+                    let repo = match &m.source {
+                        ModelSource::Preset(id) => vram_core::presets::find(id)
+                            .map_or_else(|| m.spec.name.clone(), |p| p.repo.to_string()),
+                        _ => m.spec.name.clone(),
+                    };
+                    crate::launch::launch_lines(&repo, &page)
+                })
+                .unwrap_or_default()
+        })
+    });
+    move || {
+        let blocks = blocks.get();
+        if blocks.is_empty() {
+            return None;
+        }
+        let lang = state.lang.get();
+        let (heading, copy) = if lang == Lang::Zh {
+            ("启动命令与配置", "复制")
+        } else {
+            ("Launch lines for this setup", "Copy")
+        };
+        Some(view! {
+            <section class="card launch-card" aria-labelledby="launch-heading">
+                <h2 id="launch-heading">{heading}</h2>
+                {blocks
+                    .into_iter()
+                    .map(|b| {
+                        let text = b.text.clone();
+                        view! {
+                            <div class="launch-block">
+                                <div class="launch-head">
+                                    <span>{b.title.clone()}</span>
+                                    <button type="button" class="secondary small" on:click=move |_| copy_text(&text)>{copy}</button>
+                                </div>
+                                <pre class="launch-lines" data-testid="launch-line" data-language=b.language><code>{b.text.clone()}</code></pre>
+                            </div>
+                        }
+                    })
+                    .collect_view()}
+            </section>
+        })
+    }
+}
+
+/// Puts text on the clipboard (when the browser allows it).
+fn copy_text(text: &str) {
+    let Some(w) = web_sys::window() else { return };
+    let clipboard = js_sys::Reflect::get(&w.navigator(), &"clipboard".into()).ok();
+    if let Some(cb) = clipboard.filter(|c| !c.is_undefined()) {
+        if let Ok(f) = js_sys::Reflect::get(&cb, &"writeText".into()) {
+            if let Ok(f) = f.dyn_into::<js_sys::Function>() {
+                let _ = f.call1(&cb, &text.into());
+            }
+        }
     }
 }
 

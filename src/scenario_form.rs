@@ -4,7 +4,7 @@
 
 use crate::i18n::Lang;
 use crate::i18n_page::field;
-use crate::page_scenario::{GpuChoice, PageMode, PageScenario};
+use crate::page_scenario::{GpuChoice, PageScenario, Task};
 use crate::state::{use_state, AppState};
 use leptos::prelude::*;
 use vram_core::gpu_catalog::GPUS;
@@ -13,6 +13,7 @@ use vram_core::scenario::{
     Optimizer, ZeroStage,
 };
 use vram_core::units::GIB;
+use wasm_bindgen::JsCast;
 
 fn label_hint(state: AppState, key: &'static str) -> impl IntoView {
     let hint_id = format!("hint-{key}");
@@ -38,6 +39,22 @@ fn number_field(
     set: impl Fn(&mut PageScenario, u64) + Send + Sync + Copy + 'static,
 ) -> impl IntoView {
     let value = move || state.page.with(|p| get(p)).to_string();
+    // Live: a whole number typed is applied on the next animation frame (only the latest keystroke
+    // of a frame); anything else waits for `change` (blur or Enter), which reports it.
+    let typed = RwSignal::new(0u64);
+    let on_input = move |ev| {
+        let raw = event_target_value(&ev);
+        let Ok(v) = raw.trim().parse::<u64>() else {
+            return;
+        };
+        let my = typed.get_untracked() + 1;
+        typed.set(my);
+        leptos::leptos_dom::helpers::request_animation_frame(move || {
+            if typed.get_untracked() == my {
+                state.change_scenario_quietly(|p| set(p, v));
+            }
+        });
+    };
     let on_change = move |ev| {
         let raw = event_target_value(&ev);
         match raw.trim().parse::<u64>() {
@@ -62,6 +79,7 @@ fn number_field(
                 data-testid=format!("f-{key}")
                 aria-describedby=format!("hint-{key}")
                 prop:value=value
+                on:input=on_input
                 on:change=on_change
             />
             {error_for(state, key)}
@@ -167,12 +185,438 @@ fn lora_key(s: &vram_core::Scenario) -> String {
     }
 }
 
-/// The form.
+fn precision_field(state: AppState) -> impl IntoView {
+    select_field(
+        state,
+        "precision",
+        |_| {
+            opts(&[
+                ("bf16-mixed", "bf16 mixed (fp32 master)"),
+                ("fp16-mixed", "fp16 mixed (fp32 master)"),
+                ("bf16", "pure bf16"),
+                ("fp16", "pure fp16"),
+                ("fp32", "fp32"),
+            ])
+        },
+        |p| precision_key(p.training()),
+        |p, v| {
+            let (d, m) = match v {
+                "fp16-mixed" => (Dtype::Fp32, MixedPrecision::Fp16),
+                "bf16" => (Dtype::Bf16, MixedPrecision::None),
+                "fp16" => (Dtype::Fp16, MixedPrecision::None),
+                "fp32" => (Dtype::Fp32, MixedPrecision::None),
+                _ => (Dtype::Fp32, MixedPrecision::Bf16),
+            };
+            p.training_mut().dtype = d;
+            p.training_mut().mixed_precision = m;
+        },
+    )
+}
+
+fn optimizer_field(state: AppState) -> impl IntoView {
+    select_field(
+        state,
+        "optimizer",
+        |_| {
+            opts(&[
+                ("adamw", "AdamW"),
+                ("adamw-8bit", "AdamW 8-bit (bitsandbytes)"),
+                ("adafactor", "Adafactor"),
+                ("lion", "Lion"),
+                ("sgd-momentum", "SGD + momentum"),
+                ("sgd", "SGD"),
+            ])
+        },
+        |p| {
+            serde_json::to_value(p.training().optimizer)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        },
+        |p, v| {
+            if let Ok(o) = serde_json::from_value::<Optimizer>(serde_json::Value::String(v.into()))
+            {
+                p.training_mut().optimizer = o;
+            }
+        },
+    )
+}
+
+fn zero_fields(state: AppState) -> impl IntoView {
+    view! {
+        {select_field(
+            state,
+            "zero",
+            |_| opts(&[("0", "0 (DDP)"), ("1", "1"), ("2", "2"), ("3", "3")]),
+            |p| p.training().zero.0.to_string(),
+            |p, v| {
+                let t = p.training_mut();
+                t.zero = ZeroStage(v.parse().unwrap_or(0));
+                if t.zero.0 < 3 {
+                    t.offload_params = false;
+                }
+            },
+        )}
+        {check_field(state, "offload_optimizer", |p| p.training().offload_optimizer, |p, v| p.training_mut().offload_optimizer = v)}
+        {move || (state.page.with(|p| p.training().zero.0 == 3)).then(|| check_field(state, "offload_params", |p| p.training().offload_params, |p, v| p.training_mut().offload_params = v))}
+        {number_field(state, "grad_accumulation", |p| p.training().grad_accumulation, |p, v| p.training_mut().grad_accumulation = v)}
+    }
+}
+
+fn training_attention_field(state: AppState) -> impl IntoView {
+    select_field(
+        state,
+        "attention",
+        |_| {
+            opts(&[
+                ("sdpa", "SDPA"),
+                ("eager", "eager"),
+                ("flash", "flash-attention 2"),
+            ])
+        },
+        |p| attention_key(p.training().attention),
+        |p, v| p.training_mut().attention = attention_from(v),
+    )
+}
+
+/// The fine-tuning method; QLoRA turns gradient checkpointing on, as every QLoRA recipe does.
+fn method_field(state: AppState) -> impl IntoView {
+    select_field(
+        state,
+        "method",
+        |_| {
+            opts(&[
+                ("lora", "LoRA (bf16 base)"),
+                ("lora-int8", "LoRA over an int8 base"),
+                ("qlora", "QLoRA (NF4 base)"),
+            ])
+        },
+        |p| lora_key(p.training()),
+        |p, v| {
+            let base_quant = match v {
+                "lora-int8" => BaseQuant::Int8,
+                "qlora" => BaseQuant::Nf4,
+                _ => BaseQuant::None,
+            };
+            let t = p.training_mut();
+            let prev = t.lora.clone();
+            if base_quant == BaseQuant::Nf4
+                && prev.as_ref().map(|l| l.base_quant) != Some(BaseQuant::Nf4)
+            {
+                t.grad_checkpointing = true;
+            }
+            t.lora = Some(Lora {
+                r: prev.as_ref().map_or(16, |l| l.r),
+                alpha: prev.as_ref().map_or(32, |l| l.alpha),
+                targets: prev.map_or(LoraTargets::AllLinear, |l| l.targets),
+                base_quant,
+            });
+        },
+    )
+}
+
+fn lora_detail_fields(state: AppState) -> impl IntoView {
+    view! {
+        {number_field(
+            state,
+            "lora_r",
+            |p| p.training().lora.as_ref().map_or(0, |l| l.r),
+            |p, v| {
+                if let Some(l) = p.training_mut().lora.as_mut() {
+                    l.r = v;
+                    l.alpha = v.saturating_mul(2);
+                }
+            },
+        )}
+        {select_field(
+            state,
+            "lora_targets",
+            |_| opts(&[("all-linear", "all-linear"), ("default", "peft default (q, v)")]),
+            |p| match p.training().lora.as_ref().map(|l| &l.targets) {
+                Some(LoraTargets::AllLinear) => "all-linear".into(),
+                _ => "default".into(),
+            },
+            |p, v| {
+                if let Some(l) = p.training_mut().lora.as_mut() {
+                    l.targets = if v == "all-linear" { LoraTargets::AllLinear } else { LoraTargets::Default };
+                }
+            },
+        )}
+    }
+}
+
+/// Fine-tune: method, rank, batch and sequence first; the rest under Advanced.
+fn finetune_fields(state: AppState) -> impl IntoView {
+    let t = move || state.lang.get().page();
+    view! {
+        <div class="form-grid" data-testid="finetune-form">
+            {method_field(state)}
+            {number_field(state, "batch", |p| p.training().batch, |p, v| p.training_mut().batch = v)}
+            {number_field(state, "seq_len", |p| p.training().seq_len, |p, v| p.training_mut().seq_len = v)}
+            {check_field(state, "grad_checkpointing", |p| p.training().grad_checkpointing, |p, v| p.training_mut().grad_checkpointing = v)}
+        </div>
+        <details class="advanced" data-testid="advanced">
+            <summary>{move || t().advanced}</summary>
+            <div class="form-grid">
+                {lora_detail_fields(state)}
+                {precision_field(state)}
+                {optimizer_field(state)}
+                {training_attention_field(state)}
+                {zero_fields(state)}
+            </div>
+        </details>
+    }
+}
+
+/// Train: batch, sequence, precision, optimizer, checkpointing, ZeRO first; the rest under Advanced.
+fn train_fields(state: AppState) -> impl IntoView {
+    let t = move || state.lang.get().page();
+    view! {
+        <div class="form-grid" data-testid="train-form">
+            {number_field(state, "batch", |p| p.training().batch, |p, v| p.training_mut().batch = v)}
+            {number_field(state, "seq_len", |p| p.training().seq_len, |p, v| p.training_mut().seq_len = v)}
+            {precision_field(state)}
+            {optimizer_field(state)}
+            {check_field(state, "grad_checkpointing", |p| p.training().grad_checkpointing, |p, v| p.training_mut().grad_checkpointing = v)}
+        </div>
+        <details class="advanced" data-testid="advanced">
+            <summary>{move || t().advanced}</summary>
+            <div class="form-grid">
+                {training_attention_field(state)}
+                {zero_fields(state)}
+            </div>
+        </details>
+    }
+}
+
+/// The option values of `candidates` that the core accepts for this model and page (what the select
+/// offers): a value the core would refuse is never offered.
+fn valid_options(
+    state: AppState,
+    candidates: &[&str],
+    set: impl Fn(&mut PageScenario, &str),
+) -> Vec<String> {
+    let page = state.page.get();
+    state.model.with(|m| {
+        candidates
+            .iter()
+            .filter(|v| {
+                let mut next = page.clone();
+                set(&mut next, v);
+                crate::page_scenario::validate(&next).is_ok()
+                    && m.as_ref().is_none_or(|m| {
+                        vram_core::infer::inference_totals(
+                            &m.spec,
+                            &next.infer_scenario(),
+                            &vram_core::report::DeviceOverheads::default(),
+                        )
+                        .is_ok()
+                    })
+            })
+            .map(|v| v.to_string())
+            .collect()
+    })
+}
+
+fn set_weights(p: &mut PageScenario, v: &str) {
+    p.infer.weights = (!v.is_empty()).then(|| v.to_string());
+}
+
+fn set_kv(p: &mut PageScenario, v: &str) {
+    p.infer.kv_dtype = (!v.is_empty()).then(|| v.to_string());
+}
+
+const WEIGHT_FORMATS: &[&str] = &[
+    "bf16",
+    "fp16",
+    "fp8",
+    "int8",
+    "nf4",
+    "gptq-4bit",
+    "awq-4bit",
+    "mxfp4",
+    "q8_0",
+    "q6_k",
+    "q5_k_m",
+    "q4_k_m",
+    "q3_k_m",
+    "q2_k",
+];
+const KV_TYPES: &[&str] = &["bf16", "fp16", "fp8", "int8", "int4"];
+
+/// Serve with transformers or vLLM: context, requests at once, weights and KV type first.
+fn serve_fields(state: AppState) -> impl IntoView {
+    let t = move || state.lang.get().page();
+    let weights = Memo::new(move |_| valid_options(state, WEIGHT_FORMATS, set_weights));
+    let kv = Memo::new(move |_| valid_options(state, KV_TYPES, set_kv));
+    let vllm = move || state.page.with(|p| p.infer.engine == Engine::Vllm);
+    view! {
+        <div class="form-grid" data-testid="serve-form">
+            {number_field(state, "context", |p| p.infer.seq_len, |p, v| {
+                p.infer.seq_len = v;
+                // Serve: vLLM's max_model_len is the context the user types.
+                if p.infer.engine == Engine::Vllm {
+                    p.infer.serving.max_model_len = v;
+                }
+            })}
+            {number_field(state, "infer_batch", |p| p.infer.batch, |p, v| p.infer.batch = v)}
+            {select_field(
+                state,
+                "weights",
+                move |lang| {
+                    let mut v = vec![(String::new(), lang.page().auto.to_string())];
+                    for f in weights.get() {
+                        v.push((f.clone(), f));
+                    }
+                    v
+                },
+                |p| p.infer.weights.clone().unwrap_or_default(),
+                set_weights,
+            )}
+            {select_field(
+                state,
+                "kv_dtype",
+                move |lang| {
+                    let mut v = vec![(String::new(), lang.page().auto.to_string())];
+                    for f in kv.get() {
+                        v.push((f.clone(), f));
+                    }
+                    v
+                },
+                |p| p.infer.kv_dtype.clone().unwrap_or_default(),
+                set_kv,
+            )}
+        </div>
+        <details class="advanced" data-testid="advanced">
+            <summary>{move || t().advanced}</summary>
+            <div class="form-grid">
+                {select_field(
+                    state,
+                    "infer_dtype",
+                    |_| opts(&[("bf16", "bf16"), ("fp16", "fp16"), ("fp32", "fp32")]),
+                    |p| p.infer.dtype.name().to_string(),
+                    |p, v| {
+                        p.infer.dtype = match v {
+                            "fp16" => Dtype::Fp16,
+                            "fp32" => Dtype::Fp32,
+                            _ => Dtype::Bf16,
+                        }
+                    },
+                )}
+                {move || (!vllm()).then(|| view! {
+                    {select_field(
+                        state,
+                        "infer_attention",
+                        |_| opts(&[("sdpa", "SDPA"), ("eager", "eager"), ("flash", "flash-attention 2")]),
+                        |p| attention_key(p.infer.attention),
+                        |p, v| p.infer.attention = attention_from(v),
+                    )}
+                    {number_field(state, "logits_to_keep", |p| p.infer.logits_to_keep, |p, v| p.infer.logits_to_keep = v)}
+                })}
+                {move || vllm().then(|| view! {
+                    {select_field(
+                        state,
+                        "gpu_util",
+                        |_| opts(&[("0.8", "0.80"), ("0.85", "0.85"), ("0.9", "0.90"), ("0.95", "0.95")]),
+                        |p| p.infer.serving.gpu_memory_utilization.to_string(),
+                        |p, v| p.infer.serving.gpu_memory_utilization = v.parse().unwrap_or(0.9),
+                    )}
+                    {number_field(state, "max_model_len", |p| p.infer.serving.max_model_len, |p, v| p.infer.serving.max_model_len = v)}
+                    {number_field(state, "max_num_seqs", |p| p.infer.serving.max_num_seqs, |p, v| p.infer.serving.max_num_seqs = v)}
+                })}
+            </div>
+        </details>
+    }
+}
+
+/// The three task tabs (a tablist of buttons: arrow keys move between them).
+fn task_tabs(state: AppState) -> impl IntoView {
+    let label = move |task: Task| {
+        let lang = state.lang.get();
+        match (task, lang) {
+            (Task::Serve, Lang::En) => "Serve",
+            (Task::Serve, Lang::Zh) => "部署推理",
+            (Task::Finetune, Lang::En) => "Fine-tune",
+            (Task::Finetune, Lang::Zh) => "微调",
+            (Task::Train, Lang::En) => "Train",
+            (Task::Train, Lang::Zh) => "全参训练",
+        }
+    };
+    let sub = move |task: Task| {
+        let lang = state.lang.get();
+        match (task, lang) {
+            (Task::Serve, Lang::En) => "vLLM · transformers · llama.cpp",
+            (Task::Serve, Lang::Zh) => "vLLM · transformers · llama.cpp",
+            (Task::Finetune, Lang::En) => "LoRA · QLoRA",
+            (Task::Finetune, Lang::Zh) => "LoRA · QLoRA",
+            (Task::Train, Lang::En) => "all weights · ZeRO",
+            (Task::Train, Lang::Zh) => "全部权重 · ZeRO",
+        }
+    };
+    let select = move |task: Task| {
+        state.change_scenario("task", |p| p.task = task);
+    };
+    let on_key = move |ev: web_sys::KeyboardEvent| {
+        let cur = state.page.get_untracked().task;
+        let i = Task::ALL.iter().position(|t| *t == cur).unwrap_or(0);
+        let next = match ev.key().as_str() {
+            "ArrowRight" => Task::ALL[(i + 1) % 3],
+            "ArrowLeft" => Task::ALL[(i + 2) % 3],
+            _ => return,
+        };
+        ev.prevent_default();
+        select(next);
+        if let Some(el) = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+            d.query_selector(&format!("[data-testid=\"task-{}\"]", next.key()))
+                .ok()
+                .flatten()
+        }) {
+            if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
+                let _ = el.focus();
+            }
+        }
+    };
+    view! {
+        <div class="task-tabs" role="tablist" aria-label=move || pick_task_label(state.lang.get()) on:keydown=on_key>
+            {Task::ALL
+                .into_iter()
+                .map(|task| {
+                    let selected = move || state.page.with(|p| p.task == task);
+                    view! {
+                        <button
+                            type="button"
+                            role="tab"
+                            class="task-tab"
+                            id=format!("tab-{}", task.key())
+                            data-testid=format!("task-{}", task.key())
+                            aria-selected=move || selected().to_string()
+                            aria-controls="task-panel"
+                            tabindex=move || if selected() { "0" } else { "-1" }
+                            on:click=move |_| select(task)
+                        >
+                            <span class="task-name">{move || label(task)}</span>
+                            <small>{move || sub(task)}</small>
+                        </button>
+                    }
+                })
+                .collect_view()}
+        </div>
+    }
+}
+
+fn pick_task_label(lang: Lang) -> &'static str {
+    match lang {
+        Lang::En => "Task",
+        Lang::Zh => "任务",
+    }
+}
+
+/// The form: task tabs, the GPU, then the task's own inputs (the rest under "Advanced").
 #[component]
 pub fn ScenarioForm() -> impl IntoView {
     let state = use_state();
-    let t = move || state.lang.get().page();
-    let mode = move || state.page.with(|p| p.mode);
+    let task = Memo::new(move |_| state.page.with(|p| p.task));
+    let llama = Memo::new(move |_| state.page.with(|p| p.infer.engine == Engine::LlamaCpp));
     let gpu_options = move |lang: Lang| {
         let mut v: Vec<(String, String)> = GPUS
             .iter()
@@ -185,219 +629,6 @@ pub fn ScenarioForm() -> impl IntoView {
             .collect();
         v.push(("custom".into(), lang.page().custom.into()));
         v
-    };
-    let train_fields = move || {
-        mode().train().then(|| {
-            view! {
-                <fieldset class="subform" data-testid="train-form">
-                    <legend>{move || t().training}</legend>
-                    {select_field(
-                        state,
-                        "precision",
-                        |_| opts(&[
-                            ("bf16-mixed", "bf16 mixed (fp32 master)"),
-                            ("fp16-mixed", "fp16 mixed (fp32 master)"),
-                            ("bf16", "pure bf16"),
-                            ("fp16", "pure fp16"),
-                            ("fp32", "fp32"),
-                        ]),
-                        |p| precision_key(&p.train),
-                        |p, v| {
-                            let (d, m) = match v {
-                                "fp16-mixed" => (Dtype::Fp32, MixedPrecision::Fp16),
-                                "bf16" => (Dtype::Bf16, MixedPrecision::None),
-                                "fp16" => (Dtype::Fp16, MixedPrecision::None),
-                                "fp32" => (Dtype::Fp32, MixedPrecision::None),
-                                _ => (Dtype::Fp32, MixedPrecision::Bf16),
-                            };
-                            p.train.dtype = d;
-                            p.train.mixed_precision = m;
-                        },
-                    )}
-                    {select_field(
-                        state,
-                        "optimizer",
-                        |_| opts(&[
-                            ("adamw", "AdamW"),
-                            ("adamw-8bit", "AdamW 8-bit (bitsandbytes)"),
-                            ("adafactor", "Adafactor"),
-                            ("lion", "Lion"),
-                            ("sgd-momentum", "SGD + momentum"),
-                            ("sgd", "SGD"),
-                        ]),
-                        |p| serde_json::to_value(p.train.optimizer).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-                        |p, v| {
-                            if let Ok(o) = serde_json::from_value::<Optimizer>(serde_json::Value::String(v.into())) {
-                                p.train.optimizer = o;
-                            }
-                        },
-                    )}
-                    {number_field(state, "batch", |p| p.train.batch, |p, v| p.train.batch = v)}
-                    {number_field(state, "seq_len", |p| p.train.seq_len, |p, v| p.train.seq_len = v)}
-                    {select_field(
-                        state,
-                        "attention",
-                        |_| opts(&[("sdpa", "SDPA"), ("eager", "eager"), ("flash", "flash-attention 2")]),
-                        |p| attention_key(p.train.attention),
-                        |p, v| p.train.attention = attention_from(v),
-                    )}
-                    {check_field(state, "grad_checkpointing", |p| p.train.grad_checkpointing, |p, v| p.train.grad_checkpointing = v)}
-                    {select_field(
-                        state,
-                        "lora",
-                        |lang| {
-                            vec![
-                                ("full".into(), lang.page().full.into()),
-                                ("lora".into(), "LoRA".into()),
-                                ("lora-int8".into(), "LoRA + int8 base".into()),
-                                ("qlora".into(), "QLoRA (NF4 base)".into()),
-                            ]
-                        },
-                        |p| lora_key(&p.train),
-                        |p, v| {
-                            let base_quant = match v {
-                                "lora-int8" => BaseQuant::Int8,
-                                "qlora" => BaseQuant::Nf4,
-                                _ => BaseQuant::None,
-                            };
-                            p.train.lora = (v != "full").then(|| {
-                                let prev = p.train.lora.clone();
-                                Lora {
-                                    r: prev.as_ref().map_or(16, |l| l.r),
-                                    alpha: prev.as_ref().map_or(32, |l| l.alpha),
-                                    targets: prev.map_or(LoraTargets::Default, |l| l.targets),
-                                    base_quant,
-                                }
-                            });
-                        },
-                    )}
-                    {move || {
-                        state.page.with(|p| p.train.lora.is_some()).then(|| {
-                            view! {
-                                {number_field(
-                                    state,
-                                    "lora_r",
-                                    |p| p.train.lora.as_ref().map_or(0, |l| l.r),
-                                    |p, v| {
-                                        if let Some(l) = p.train.lora.as_mut() {
-                                            l.r = v;
-                                            l.alpha = v.saturating_mul(2);
-                                        }
-                                    },
-                                )}
-                                {select_field(
-                                    state,
-                                    "lora_targets",
-                                    |_| opts(&[("default", "peft default"), ("all-linear", "all-linear")]),
-                                    |p| match p.train.lora.as_ref().map(|l| &l.targets) {
-                                        Some(LoraTargets::AllLinear) => "all-linear".into(),
-                                        _ => "default".into(),
-                                    },
-                                    |p, v| {
-                                        if let Some(l) = p.train.lora.as_mut() {
-                                            l.targets = if v == "all-linear" { LoraTargets::AllLinear } else { LoraTargets::Default };
-                                        }
-                                    },
-                                )}
-                            }
-                        })
-                    }}
-                    {select_field(
-                        state,
-                        "zero",
-                        |_| opts(&[("0", "0 (DDP)"), ("1", "1"), ("2", "2"), ("3", "3")]),
-                        |p| p.train.zero.0.to_string(),
-                        |p, v| {
-                            p.train.zero = ZeroStage(v.parse().unwrap_or(0));
-                            if p.train.zero.0 < 3 {
-                                p.train.offload_params = false;
-                            }
-                        },
-                    )}
-                    {check_field(state, "offload_optimizer", |p| p.train.offload_optimizer, |p, v| p.train.offload_optimizer = v)}
-                    {check_field(state, "offload_params", |p| p.train.offload_params, |p, v| p.train.offload_params = v)}
-                    {number_field(state, "grad_accumulation", |p| p.train.grad_accumulation, |p, v| p.train.grad_accumulation = v)}
-                </fieldset>
-            }
-        })
-    };
-    let llama = move || state.page.with(|p| p.infer.engine == Engine::LlamaCpp);
-    let infer_fields = move || {
-        mode().infer().then(|| {
-            view! {
-                <fieldset class="subform" data-testid="infer-form">
-                    <legend>{move || t().inference}</legend>
-                    {engine_field(state)}
-                    {move || llama().then(|| llama_fields(state))}
-                    {move || (!llama()).then(|| view! {
-                    {select_field(
-                        state,
-                        "infer_dtype",
-                        |_| opts(&[("bf16", "bf16"), ("fp16", "fp16"), ("fp32", "fp32")]),
-                        |p| p.infer.dtype.name().to_string(),
-                        |p, v| {
-                            p.infer.dtype = match v {
-                                "fp16" => Dtype::Fp16,
-                                "fp32" => Dtype::Fp32,
-                                _ => Dtype::Bf16,
-                            }
-                        },
-                    )}
-                    {select_field(
-                        state,
-                        "weights",
-                        |lang| {
-                            let mut v = vec![(String::new(), lang.page().auto.to_string())];
-                            for f in ["bf16", "fp16", "fp8", "int8", "nf4", "gptq-4bit", "awq-4bit", "mxfp4", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k"] {
-                                v.push((f.into(), f.into()));
-                            }
-                            v
-                        },
-                        |p| p.infer.weights.clone().unwrap_or_default(),
-                        |p, v| p.infer.weights = (!v.is_empty()).then(|| v.to_string()),
-                    )}
-                    {select_field(
-                        state,
-                        "kv_dtype",
-                        |lang| {
-                            let mut v = vec![(String::new(), lang.page().auto.to_string())];
-                            for f in ["bf16", "fp16", "fp8", "int8", "int4"] {
-                                v.push((f.into(), f.into()));
-                            }
-                            v
-                        },
-                        |p| p.infer.kv_dtype.clone().unwrap_or_default(),
-                        |p, v| p.infer.kv_dtype = (!v.is_empty()).then(|| v.to_string()),
-                    )}
-                    {number_field(state, "infer_batch", |p| p.infer.batch, |p, v| p.infer.batch = v)}
-                    {number_field(state, "context", |p| p.infer.seq_len, |p, v| p.infer.seq_len = v)}
-                    {select_field(
-                        state,
-                        "infer_attention",
-                        |_| opts(&[("sdpa", "SDPA"), ("eager", "eager"), ("flash", "flash-attention 2")]),
-                        |p| attention_key(p.infer.attention),
-                        |p, v| p.infer.attention = attention_from(v),
-                    )}
-                    {number_field(state, "logits_to_keep", |p| p.infer.logits_to_keep, |p, v| p.infer.logits_to_keep = v)}
-                    {move || {
-                        state.page.with(|p| p.infer.engine == Engine::Vllm).then(|| {
-                            view! {
-                                {select_field(
-                                    state,
-                                    "gpu_util",
-                                    |_| opts(&[("0.8", "0.80"), ("0.85", "0.85"), ("0.9", "0.90"), ("0.95", "0.95")]),
-                                    |p| p.infer.serving.gpu_memory_utilization.to_string(),
-                                    |p, v| p.infer.serving.gpu_memory_utilization = v.parse().unwrap_or(0.9),
-                                )}
-                                {number_field(state, "max_model_len", |p| p.infer.serving.max_model_len, |p, v| p.infer.serving.max_model_len = v)}
-                                {number_field(state, "max_num_seqs", |p| p.infer.serving.max_num_seqs, |p, v| p.infer.serving.max_num_seqs = v)}
-                            }
-                        })
-                    }}
-                    })}
-                </fieldset>
-            }
-        })
     };
     let custom_gib = move || {
         matches!(state.page.with(|p| p.gpu.clone()), GpuChoice::Custom(_)).then(|| {
@@ -426,58 +657,59 @@ pub fn ScenarioForm() -> impl IntoView {
             }
         })
     };
+    let task_error = move || {
+        state
+            .field_error
+            .get()
+            .filter(|(k, _)| k == "task" || k == "fit" || k == "precision")
+            .map(|(_, msg)| {
+                view! { <p class="field-error" role="alert" data-testid="error-task">{msg}</p> }
+            })
+    };
     view! {
-        <section class="card scenario-card" aria-labelledby="scenario-heading" data-testid="scenario-form">
-            <h2 id="scenario-heading">{move || t().scenario}</h2>
-            <div class="form-grid">
-                {select_field(
-                    state,
-                    "mode",
-                    |lang| {
-                        let p = lang.page();
-                        vec![
-                            ("both".into(), p.mode_both.into()),
-                            ("train".into(), p.mode_train.into()),
-                            ("infer".into(), p.mode_infer.into()),
-                        ]
-                    },
-                    |p| p.mode.key().to_string(),
-                    |p, v| p.mode = PageMode::from_key(v).unwrap_or(PageMode::Both),
-                )}
-                {select_field(
-                    state,
-                    "gpu",
-                    gpu_options,
-                    |p| match &p.gpu {
-                        GpuChoice::Catalog(id) => id.to_string(),
-                        GpuChoice::Custom(_) => "custom".into(),
-                    },
-                    |p, v| {
-                        p.gpu = match GPUS.iter().find(|g| g.id == v) {
-                            Some(g) => GpuChoice::Catalog(g.id),
-                            None => GpuChoice::Custom(p.gpu.usable_bytes().max(1)),
-                        };
-                        // On unified memory the RAM is the machine's.
-                        if let Some(g) = p.gpu.catalog().filter(|g| g.system_ram_bytes > 0) {
-                            p.local.ram_bytes = g.system_ram_bytes;
+        <section class="card scenario-card" aria-label=move || pick_task_label(state.lang.get()) data-testid="scenario-form">
+            {task_tabs(state)}
+            {task_error}
+            <div id="task-panel" role="tabpanel" aria-labelledby=move || format!("tab-{}", task.get().key())>
+                {move || (task.get() == Task::Serve).then(|| engine_field(state))}
+                <div class="form-grid">
+                    {select_field(
+                        state,
+                        "gpu",
+                        gpu_options,
+                        |p| match &p.gpu {
+                            GpuChoice::Catalog(id) => id.to_string(),
+                            GpuChoice::Custom(_) => "custom".into(),
+                        },
+                        |p, v| {
+                            p.gpu = match GPUS.iter().find(|g| g.id == v) {
+                                Some(g) => GpuChoice::Catalog(g.id),
+                                None => GpuChoice::Custom(p.gpu.usable_bytes().max(1)),
+                            };
+                            // On unified memory the RAM is the machine's.
+                            if let Some(g) = p.gpu.catalog().filter(|g| g.system_ram_bytes > 0) {
+                                p.local.ram_bytes = g.system_ram_bytes;
+                            }
+                        },
+                    )}
+                    {custom_gib}
+                    // llama.cpp has its own GPU count (the tensor split); transformers runs on one.
+                    {move || {
+                        let show = state.page.with(|p| p.task.trains() || p.infer.engine == Engine::Vllm);
+                        show.then(|| number_field(state, "gpus", |p| p.gpus(), |p, v| p.set_gpus(v)))
+                    }}
+                </div>
+                {move || match task.get() {
+                    Task::Serve => {
+                        if llama.get() {
+                            view! { <div class="form-grid" data-testid="infer-form">{llama_fields(state)}</div> }.into_any()
+                        } else {
+                            serve_fields(state).into_any()
                         }
-                    },
-                )}
-                {custom_gib}
-                // The llama.cpp view has its own GPU count (the tensor split).
-                {move || (!state.page.with(|p| p.mode == PageMode::Infer && p.local_view())).then(|| number_field(
-                    state,
-                    "gpus",
-                    |p| p.train.gpus,
-                    |p, v| {
-                        p.train.gpus = v;
-                        p.infer.serving.tensor_parallel_size = v;
-                    },
-                ))}
-            </div>
-            <div class="subforms">
-                {train_fields}
-                {infer_fields}
+                    }
+                    Task::Finetune => finetune_fields(state).into_any(),
+                    Task::Train => train_fields(state).into_any(),
+                }}
             </div>
         </section>
     }

@@ -95,7 +95,7 @@ impl AppState {
     pub fn accept_gguf(&self, result: Result<LoadedModel, LoadError>) {
         if result.is_ok() {
             let mut page = self.page.get_untracked();
-            page.mode = crate::page_scenario::PageMode::Infer;
+            page.task = crate::page_scenario::Task::Serve;
             crate::page_scenario::use_engine(&mut page, vram_core::scenario::Engine::LlamaCpp);
             page.infer.weights = None;
             self.set_field_error.set(None);
@@ -133,12 +133,18 @@ impl AppState {
                 let mut page = self.page.get_untracked();
                 match r.scenario.mode {
                     vram_core::scenario::Mode::Train => {
-                        page.train = r.scenario.clone();
-                        page.mode = crate::page_scenario::PageMode::Train;
+                        // A measured LoRA step opens in Fine-tune, a full one in Train.
+                        if r.scenario.lora.is_some() {
+                            page.finetune = r.scenario.clone();
+                            page.task = crate::page_scenario::Task::Finetune;
+                        } else {
+                            page.train = r.scenario.clone();
+                            page.task = crate::page_scenario::Task::Train;
+                        }
                     }
                     vram_core::scenario::Mode::Infer => {
                         page.infer = r.scenario.clone();
-                        page.mode = crate::page_scenario::PageMode::Infer;
+                        page.task = crate::page_scenario::Task::Serve;
                     }
                 }
                 self.set_load_error.set(None);
@@ -157,15 +163,25 @@ impl AppState {
         crate::perf::mark_input();
         let mut next = self.page.get_untracked();
         f(&mut next);
-        let checked = crate::page_scenario::validate(&next).and_then(|()| {
-            self.model.with_untracked(|m| match m {
-                Some(m) => crate::page_scenario::validate_llama(&next, &m.spec),
-                None => Ok(()),
-            })
-        });
+        let mut checked = self.check(&next);
+        // Another engine may not offer the weight format or KV type chosen for this one (an fp8 KV
+        // cache under transformers): the engine changes, those two go back to "auto", and the field
+        // says why.
+        let mut notice = None;
+        if let (Err(msg), "engine") = (&checked, field) {
+            let mut reset = next.clone();
+            reset.infer.weights = None;
+            reset.infer.kv_dtype = None;
+            if self.check(&reset).is_ok() {
+                notice = Some(format!("{msg} — weights and KV cache reset to auto"));
+                next = reset;
+                checked = Ok(());
+            }
+        }
         match checked {
             Ok(()) => {
-                self.set_field_error.set(None);
+                self.set_field_error
+                    .set(notice.map(|m| (field.to_string(), m)));
                 self.set_page.set(next);
             }
             Err(msg) => {
@@ -179,6 +195,32 @@ impl AppState {
                 self.set_field_error.set(Some((key.to_string(), msg)));
             }
         }
+    }
+
+    /// Applies a change only if the core accepts it, and says nothing otherwise: what a field does
+    /// while the user is still typing (the `change` event then reports a bad value).
+    pub fn change_scenario_quietly(&self, f: impl FnOnce(&mut PageScenario)) {
+        let mut next = self.page.get_untracked();
+        f(&mut next);
+        if next != self.page.get_untracked() && self.check(&next).is_ok() {
+            crate::perf::mark_input();
+            self.set_field_error.set(None);
+            self.set_page.set(next);
+        }
+    }
+
+    /// The core's validation of a page scenario for the model on screen, including the estimate of
+    /// the task itself: a combination the core refuses (an fp8 KV cache under transformers) is
+    /// refused here, so the last good result stays on screen.
+    fn check(&self, next: &PageScenario) -> Result<(), String> {
+        crate::page_scenario::validate(next)?;
+        self.model.with_untracked(|m| match m {
+            Some(m) => {
+                crate::page_scenario::validate_llama(next, &m.spec)?;
+                crate::page_scenario::estimate_ok(next, &m.spec)
+            }
+            None => Ok(()),
+        })
     }
 
     /// Bytes in the chosen unit, with the unit.

@@ -5,9 +5,9 @@ use plotters::prelude::*;
 use vram_core::gpu_catalog::Verdict;
 use vram_core::{presets, Scenario};
 use vram_web::charts::{draw_phase_bars, draw_sweep, ChartText, ChartTheme};
-use vram_web::compute::{self, page_results, Change};
+use vram_web::compute::{self, page_results};
 use vram_web::load::{check_size, load_preset, load_text, LoadError, ModelSource, MAX_INPUT_BYTES};
-use vram_web::page_scenario::{GpuChoice, PageMode, PageScenario};
+use vram_web::page_scenario::{GpuChoice, PageScenario, Task};
 
 fn llama8b() -> vram_web::load::LoadedModel {
     load_preset("meta-llama__Llama-3.1-8B").unwrap()
@@ -58,7 +58,10 @@ fn malformed_text_reports_the_core_error_with_the_file_name() {
 #[test]
 fn training_result_equals_the_core_estimate_and_does_not_fit_an_h100() {
     let m = llama8b();
-    let page = PageScenario::default();
+    let page = PageScenario {
+        task: Task::Train,
+        ..PageScenario::default()
+    };
     let results = page_results(&m.spec, &page);
     let train = results.train.unwrap().unwrap();
     let core = vram_core::train::estimate_training(
@@ -71,58 +74,19 @@ fn training_result_equals_the_core_estimate_and_does_not_fit_an_h100() {
     assert_eq!(train.peak_allocated_bytes, core.peak_allocated_bytes);
     assert_eq!(train.verdict, Verdict::DoesNotFit);
     assert_eq!(train.max_batch, None);
-    // Suggestions are real core estimates of changed scenarios, fitting ones first.
-    assert!(!train.suggestions.is_empty());
-    let first = &train.suggestions[0];
-    assert_ne!(first.verdict, Verdict::DoesNotFit);
-    let q = train
-        .suggestions
-        .iter()
-        .find(|s| s.change == Change::Qlora)
-        .expect("QLoRA is tried");
-    assert!(q.new_bytes < train.device_bytes / 4);
-}
-
-#[test]
-fn inference_result_fits_an_h100_and_the_table_sums_to_the_phase_peaks() {
-    let m = llama8b();
-    let page = PageScenario {
-        mode: PageMode::Infer,
-        ..PageScenario::default()
-    };
-    let r = page_results(&m.spec, &page);
-    assert!(r.train.is_none());
-    let infer = r.infer.unwrap().unwrap();
-    assert_eq!(infer.verdict, Verdict::Fits);
-    assert_eq!(infer.usable_bytes, 85_029_615_043);
-    let b = &infer.breakdown;
-    assert_eq!(b.phases, ["load", "prefill", "decode"]);
-    for (i, _) in b.phases.iter().enumerate() {
-        let sum: u64 = b.rows.iter().map(|r| r.cells[i]).sum();
-        assert!(
-            sum <= b.peaks[i],
-            "phase {i}: components {sum} ≤ peak {}",
-            b.peaks[i]
-        );
-    }
-    let weights = b.rows.iter().find(|r| r.key == "weights").unwrap();
-    assert_eq!(weights.cells[0], 16_060_522_496, "8,030,261,248 × 2 B");
-    assert!(!weights.terms.is_empty(), "the weights row explains itself");
 }
 
 #[test]
 fn custom_gpu_size_changes_the_verdict() {
     let m = llama8b();
     let page = PageScenario {
-        mode: PageMode::Infer,
+        task: Task::Serve,
+        infer: vram_core::Scenario::inference(),
         gpu: GpuChoice::Custom(8 << 30),
         ..PageScenario::default()
     };
     let infer = page_results(&m.spec, &page).infer.unwrap().unwrap();
     assert_eq!(infer.verdict, Verdict::DoesNotFit);
-    assert!(infer.suggestions.iter().any(
-        |s| s.change == (Change::Weights { format: "nf4" }) && s.verdict != Verdict::DoesNotFit
-    ));
 }
 
 fn text(n: usize) -> ChartText {
@@ -142,7 +106,8 @@ fn phase_bars_render_one_bar_per_component_and_phase_and_the_capacity_line() {
     let infer = page_results(
         &m.spec,
         &PageScenario {
-            mode: PageMode::Infer,
+            task: Task::Serve,
+            infer: vram_core::Scenario::inference(),
             ..PageScenario::default()
         },
     )

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test, assert, assertEq, openApp, waitFor, waitForTotal, shownTotal, presetBytes, axeSerious, recordReads, readLog } from '../harness.mjs';
+import { test, assert, assertEq, openApp, waitFor, waitForTotal, shownTotal, presetBytes, axeSerious, recordReads, readLog, choosePreset } from '../harness.mjs';
 import { cliJson } from '../cli.mjs';
 
 const LLAMA_1B = 'meta-llama__Llama-3.2-1B-Instruct';
@@ -64,7 +64,7 @@ function writeLlama1bFolder() {
 }
 
 async function loadPreset(page, id) {
-  await page.selectOption('[data-testid="preset-select"]', id);
+  await choosePreset(page, id);
   await waitFor(page, () => !!document.querySelector('[data-testid="total-params"]'), null, 'the preset');
   return shownTotal(page);
 }

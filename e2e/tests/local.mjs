@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test, assert, assertEq, openApp, waitFor, axeSerious, recordReads, readLog } from '../harness.mjs';
+import { test, assert, assertEq, openApp, waitFor, axeSerious, recordReads, readLog, choosePreset } from '../harness.mjs';
 import { cliJson, presetPath } from '../cli.mjs';
 import { writeLlama8bQ4km, writeLlama8bQ4kmSplit } from '../gguf_writer.mjs';
 
@@ -18,9 +18,8 @@ async function setField(page, key, value) {
 /** Loads the preset and switches the inference form to llama.cpp. */
 async function openLocal(page, gpu = 'rtx4090', preset = LLAMA) {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', preset);
+  await choosePreset(page, preset);
   await waitFor(page, () => !!document.querySelector('[data-testid="f-engine"]'), null, 'the form');
-  await page.selectOption('[data-testid="f-mode"]', 'infer');
   await page.selectOption('[data-testid="f-gpu"]', gpu);
   await page.selectOption('[data-testid="f-engine"]', 'llama.cpp');
   await waitFor(page, () => !!document.querySelector('[data-testid="local-verdict"]'), null, 'the local view');
@@ -228,7 +227,7 @@ test('local: --cpu-moe on Qwen3-30B-A3B equals vram estimate --cpu-moe', async (
   await page.uncheck('[data-testid="f-llama_cpu_moe"]');
   await waitAttr(page, 'local-verdict', 'data-gpu-bytes', plain.gpu_total_bytes);
   // a dense model has neither expert field
-  await page.selectOption('[data-testid="preset-select"]', LLAMA);
+  await choosePreset(page, LLAMA);
   await waitFor(page, () => !document.querySelector('[data-testid="f-llama_cpu_moe"]'), null, 'no --cpu-moe for a dense model');
 });
 

@@ -1,7 +1,7 @@
 // Issue 2 item 5/7 and issue 6 "a bad file keeps the previous result": drop, open, paste, presets.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ARTIFACTS, test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, shownTotal } from '../harness.mjs';
+import { ARTIFACTS, test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, shownTotal, choosePreset, openLoader } from '../harness.mjs';
 
 test('dropping Llama-3.1-8B config shows 8,030,261,248 parameters', async ({ page }) => {
   await openApp(page);
@@ -101,10 +101,11 @@ test('the preset picker lists every bundled model by family and is searchable', 
   assertEq(count, bundled, 'preset options');
   const groups = await page.$$eval('[data-testid="preset-select"] optgroup', (g) => g.map((x) => x.label));
   assert(groups.includes('Llama') && groups.includes('Qwen') && groups.includes('DeepSeek'), 'families: ' + groups);
+  await openLoader(page);
   await page.fill('[data-testid="preset-search"]', 'mixtral');
   const left = await page.$$eval('[data-testid="preset-select"] option[value]:not([value=""])', (o) => o.map((x) => x.value));
   assertEq(left.join(','), 'mistralai__Mixtral-8x7B-v0.1', 'search result');
-  await page.selectOption('[data-testid="preset-select"]', 'mistralai__Mixtral-8x7B-v0.1');
+  await choosePreset(page, 'mistralai__Mixtral-8x7B-v0.1');
   await waitForTotal(page, '46702792704');
   assert((await page.textContent('[data-testid="active-params"]')).includes('12,879,925,248'), 'Mixtral active params');
   assertEq(await page.$('[data-testid="preset-origin"]'), null, 'a verbatim config has no origin line');
@@ -113,14 +114,15 @@ test('the preset picker lists every bundled model by family and is searchable', 
 test('a preset checked against transformers says so, and a reconstructed config says how it was made', async ({ page }) => {
   await openApp(page);
   // StarCoder2-3B: only "3.03B" is published; the reference is transformers' own model
-  await page.selectOption('[data-testid="preset-select"]', 'bigcode__starcoder2-3b');
+  await choosePreset(page, 'bigcode__starcoder2-3b');
   await waitForTotal(page, '3030371328');
   const row = await page.textContent('[data-testid="published-params"]');
   assert(row.includes("transformers' own count") && row.includes('3,030,371,328') && row.includes('3.03B'), 'reference row: ' + row);
   assertEq(await page.$('[data-testid="preset-origin"]'), null, 'verbatim config');
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2-VL-7B-Instruct');
+  await choosePreset(page, 'Qwen__Qwen2-VL-7B-Instruct');
   await waitForTotal(page, '8291375616');
   assert(/reconstructed/.test(await page.textContent('[data-testid="preset-origin"]')), 'origin line');
+  await page.evaluate(() => { const d = document.querySelector('[data-testid="model-details"]'); if (d) d.open = true; });
   await (await page.$('[data-testid="model-view"]')).screenshot({ path: path.join(ARTIFACTS, 'preset-reconstructed-model-card.png') });
   // hybrid and multimodal families are in the picker
   const groups = await page.$$eval('[data-testid="preset-select"] optgroup', (g) => g.map((x) => x.label));

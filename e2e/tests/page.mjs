@@ -3,7 +3,7 @@
 // see harness.mjs.)
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, BASE_URL, axeSerious } from '../harness.mjs';
+import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, BASE_URL, axeSerious, choosePreset, chooseTask, verdictOf, waitVerdictTotal, typeField } from '../harness.mjs';
 import { cliEstimate } from '../cli.mjs';
 
 
@@ -25,68 +25,115 @@ async function setField(page, key, value) {
   await page.dispatchEvent(`[data-testid="f-${key}"]`, 'change');
 }
 
-test('three dropped configs show the totals of vram estimate --json', async ({ page }) => {
+// The page's three tasks as `vram estimate` flags (the page's defaults: Serve is vLLM with
+// max_model_len = the context typed; Fine-tune is LoRA r 16 on all linear layers with checkpointing).
+const SERVE = ['--infer', '--engine', 'vllm', '--max-model-len', '4096'];
+const FINETUNE = ['--train', '--lora-r', '16', '--lora-targets', 'all-linear', '--grad-checkpointing'];
+const TRAIN = ['--train'];
+
+test('each task of three dropped configs shows the verdict total of vram estimate --json', async ({ page }) => {
   await openApp(page);
   for (const id of ['meta-llama__Llama-3.1-8B', 'Qwen__Qwen2.5-7B', 'mistralai__Mixtral-8x7B-v0.1']) {
-    const train = cliEstimate(id, ['--train']);
-    const infer = cliEstimate(id, ['--infer']);
     await dropFile(page, id + '.json', presetBytes(id));
+    const train = cliEstimate(id, TRAIN);
     await waitForTotal(page, String(train.parameters.total));
-    await waitBytes(page, 'train-device', train.train.device_bytes);
-    await waitBytes(page, 'infer-device', infer.infer.device_bytes);
-    assertEq(await bytesOf(page, 'train-allocated'), String(train.train.peak_allocated_bytes), `${id} train peak allocated`);
-    assertEq(await bytesOf(page, 'infer-allocated'), String(infer.infer.peak_allocated_bytes), `${id} infer peak allocated`);
+    for (const [task, args, section] of [['serve', SERVE, 'infer'], ['finetune', FINETUNE, 'train'], ['train', TRAIN, 'train']]) {
+      const cli = cliEstimate(id, args);
+      await chooseTask(page, task);
+      await waitVerdictTotal(page, cli[section].device_bytes);
+      await waitBytes(page, `${section}-device`, cli[section].device_bytes);
+      assertEq(await bytesOf(page, `${section}-allocated`), String(cli[section].peak_allocated_bytes), `${id} ${task} peak allocated`);
+      const v = await verdictOf(page);
+      assertEq(v.usable, '85029615043', 'usable bytes of an H100 80 GB (79.19 GiB)');
+      if (task === 'serve') {
+        const seqs = Math.floor(cli.infer.serving.concurrency_at_context);
+        assertEq(await page.getAttribute('[data-testid="serve-concurrency"]', 'data-sequences'), String(seqs), `${id} concurrent 4k requests`);
+      }
+    }
+    await chooseTask(page, 'serve');
   }
 });
 
-test('changing the batch updates the numbers and redraws the chart', async ({ page }) => {
+test('changing the batch by typing updates the numbers and redraws the chart', async ({ page }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2.5-3B');
-  const before = cliEstimate('Qwen__Qwen2.5-3B', ['--train']);
+  await choosePreset(page, 'Qwen__Qwen2.5-3B');
+  await chooseTask(page, 'train');
+  const before = cliEstimate('Qwen__Qwen2.5-3B', TRAIN);
   await waitBytes(page, 'train-device', before.train.device_bytes);
   await waitFor(page, () => document.querySelector('[data-testid="canvas-train-batch"]')?.width > 0, null, 'the batch chart');
   const version0 = await page.getAttribute('[data-testid="canvas-train-phases"]', 'data-version');
   const pixels0 = await page.evaluate(() => document.querySelector('[data-testid="canvas-train-phases"]').toDataURL());
-  await setField(page, 'batch', 4);
-  const after = cliEstimate('Qwen__Qwen2.5-3B', ['--train', '--batch', '4']);
+  // Typed, not committed: the result follows the keystrokes (no blur, no Enter).
+  await page.click('[data-testid="f-batch"]', { clickCount: 3 });
+  await page.keyboard.type('4');
+  const after = cliEstimate('Qwen__Qwen2.5-3B', [...TRAIN, '--batch', '4']);
   assert(after.train.device_bytes > before.train.device_bytes, 'batch 4 needs more memory');
   await waitBytes(page, 'train-device', after.train.device_bytes);
+  await waitVerdictTotal(page, after.train.device_bytes);
   await waitFor(page, (v) => document.querySelector('[data-testid="canvas-train-phases"]').dataset.version !== v, version0, 'a redraw');
   const pixels1 = await page.evaluate(() => document.querySelector('[data-testid="canvas-train-phases"]').toDataURL());
   assert(pixels0 !== pixels1, 'the phase chart pixels changed');
-  // The redraw was timed with performance.mark (docs/performance.md).
   const measures = await page.evaluate(() => performance.getEntriesByName('vram:redraw').length);
   assert(measures >= 1, 'a vram:redraw measure exists');
 });
 
-test('a rejected scenario value shows the core error and keeps the result', async ({ page }) => {
+test('a rejected scenario value shows the core error next to the field and keeps the result', async ({ page }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2.5-3B');
-  const train = cliEstimate('Qwen__Qwen2.5-3B', ['--train']);
-  await waitBytes(page, 'train-device', train.train.device_bytes);
+  await choosePreset(page, 'Qwen__Qwen2.5-3B');
+  await chooseTask(page, 'train');
+  const train = cliEstimate('Qwen__Qwen2.5-3B', TRAIN);
+  await waitVerdictTotal(page, train.train.device_bytes);
   await setField(page, 'batch', 0);
   await waitFor(page, () => !!document.querySelector('[data-testid="error-batch"]'), null, 'the batch error');
   assertEq(await page.textContent('[data-testid="error-batch"]'), 'batch: expected an integer from 1 to 16777216, found 0', 'core message');
+  assertEq((await verdictOf(page)).total, String(train.train.device_bytes), 'verdict kept');
   assertEq(await bytesOf(page, 'train-device'), String(train.train.device_bytes), 'result kept');
+});
+
+test('only valid combinations are offered: no fp8 KV cache under transformers, and the result stays', async ({ page }) => {
+  await openApp(page);
+  await choosePreset(page, 'Qwen__Qwen2.5-3B');
+  const kvOptions = async () => page.evaluate(() => [...document.querySelectorAll('[data-testid="f-kv_dtype"] option')].map((o) => o.value));
+  assert((await kvOptions()).includes('fp8'), 'vLLM offers an fp8 KV cache');
+  await page.selectOption('[data-testid="f-kv_dtype"]', 'fp8');
+  const vllm = cliEstimate('Qwen__Qwen2.5-3B', [...SERVE, '--kv-dtype', 'fp8']);
+  await waitVerdictTotal(page, vllm.infer.device_bytes);
+  // Moving to transformers, which the core refuses with an fp8 cache: the engine change is refused
+  // with the reason next to the field and the vLLM result stays, or the engine changes and fp8 is
+  // no longer offered; never a raw error in place of the result.
+  await page.selectOption('[data-testid="f-engine"]', 'transformers');
+  await page.waitForTimeout(300);
+  const v = await verdictOf(page);
+  assert(v && v.total.length > 0, 'a verdict is on screen');
+  const engine = await page.inputValue('[data-testid="f-engine"]');
+  if (engine === 'transformers') {
+    assert(!(await kvOptions()).includes('fp8'), 'transformers: fp8 KV not offered');
+  } else {
+    assert(!!(await page.$('[data-testid="error-engine"]')), 'the refusal is explained by the engine field');
+    assertEq(v.total, String(vllm.infer.device_bytes), 'the last good result stays');
+  }
+  assertEq(await page.$('[data-testid="infer-error"]'), null, 'no raw error replaces the result');
 });
 
 test('the URL reproduces the view', async ({ page, context }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2.5-3B');
+  await choosePreset(page, 'Qwen__Qwen2.5-3B');
+  await chooseTask(page, 'train');
   await setField(page, 'seq_len', 1024);
   await page.selectOption('[data-testid="f-gpu"]', 'rtx4090');
   await page.selectOption('[data-testid="lang-select"]', 'zh-CN');
   const cli = cliEstimate('Qwen__Qwen2.5-3B', ['--train', '--seq', '1024']);
   await waitBytes(page, 'train-device', cli.train.device_bytes);
+  await page.waitForTimeout(200);
   const url = page.url();
-  assert(url.includes('?s='), 'state in the query: ' + url);
+  assert(url.includes('?'), 'state in the query: ' + url);
   const other = await context.newPage();
   await openApp(other, url);
   await waitBytes(other, 'train-device', cli.train.device_bytes);
+  assertEq(await other.getAttribute('[data-testid="task-train"]', 'aria-selected'), 'true', 'task');
   assertEq(await other.inputValue('[data-testid="f-seq_len"]'), '1024', 'seq field');
   assertEq(await other.inputValue('[data-testid="f-gpu"]'), 'rtx4090', 'gpu');
   assertEq(await other.getAttribute('html', 'lang'), 'zh-CN', 'language');
-  assertEq(await other.getAttribute('[data-testid="train-usable"]', 'data-testid'), 'train-usable', 'usable shown');
   assert((await other.textContent('[data-testid="train-usable"]')).startsWith('23.58'), 'RTX 4090 usable 23.58 GiB');
 });
 
@@ -95,9 +142,10 @@ test('language switch translates the page and is remembered', async ({ page }) =
   assertEq(await page.textContent('h1'), 'vram — GPU memory calculator', 'English by default (en-US browser)');
   await page.selectOption('[data-testid="lang-select"]', 'zh-CN');
   await waitFor(page, () => document.querySelector('h1').textContent === 'vram — GPU 显存计算器', null, 'Chinese title');
-  await page.selectOption('[data-testid="preset-select"]', 'openai-community__gpt2');
+  await choosePreset(page, 'openai-community__gpt2');
   await waitForTotal(page, '124439808');
-  assert((await page.textContent('[data-testid="train-result"] h2')) === '训练', 'results translated');
+  assert((await page.textContent('[data-testid="task-train"]')).includes('全参训练'), 'task tabs translated');
+  await waitFor(page, () => /放得下|很紧张|放不下/.test(document.querySelector('[data-testid="verdict"]')?.textContent || ''), null, 'verdict translated');
   assert((await page.textContent('[data-testid="model-view"]')).includes('1.24 亿'), 'count in 亿');
   await page.goto(BASE_URL);
   await waitFor(page, () => document.querySelector('h1')?.textContent === 'vram — GPU 显存计算器', null, 'remembered after reload');
@@ -113,7 +161,8 @@ test('a zh-CN browser gets Chinese', async ({ browser }) => {
 
 test('exports: CSV and Markdown breakdown, JSON as vram estimate --json', async ({ page }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+  await choosePreset(page, 'meta-llama__Llama-3.1-8B');
+  await chooseTask(page, 'train');
   const train = cliEstimate('meta-llama__Llama-3.1-8B', ['--train']);
   await waitBytes(page, 'train-device', train.train.device_bytes);
   const read = async (testid) => {
@@ -121,14 +170,17 @@ test('exports: CSV and Markdown breakdown, JSON as vram estimate --json', async 
     return { name: dl.suggestedFilename(), text: fs.readFileSync(await dl.path(), 'utf8') };
   };
   const csv = await read('export-csv');
-  assertEq(csv.name, 'vram-breakdown.csv', 'csv name');
+  assert(/^vram-.*Llama-3\.1-8B-train\.csv$/.test(csv.name), 'csv name carries the model and task: ' + csv.name);
   const lines = csv.text.trim().split('\n');
-  assertEq(lines[0], 'mode,component,' + train.train.phases.map((p) => p.name).join(','), 'csv header');
+  assert(lines[0].startsWith('# model,') && lines[0].includes('Llama-3.1-8B'), 'csv starts with the model: ' + lines[0]);
+  assert(lines.includes('# task,train') && lines.some((l) => l.startsWith('# gpu,NVIDIA H100')), 'task and GPU: ' + lines.slice(0, 4).join(' | '));
+  const header = lines.find((l) => l.startsWith('mode,component,'));
+  assertEq(header, 'mode,component,' + train.train.phases.map((p) => p.name + '_bytes').join(','), 'csv header names its unit');
   const weights = lines.find((l) => l.startsWith('train,weights,'));
   assertEq(weights.split(',')[2], String(train.train.weights_bytes), 'csv weights at load');
-  assert(lines.some((l) => l.startsWith('infer,kv_cache,')), 'inference rows');
   const md = await read('export-md');
-  assert(md.text.includes('| **peak allocated** |'), 'markdown table');
+  assert(/^vram-.*Llama-3\.1-8B-train\.md$/.test(md.name), 'markdown name: ' + md.name);
+  assert(/\| model \| .*Llama-3\.1-8B \|/.test(md.text) && md.text.includes('(GiB)'), 'markdown with settings and units');
   const json = await read('export-json');
   const doc = JSON.parse(json.text);
   assertEq(doc.schema_version, train.schema_version, 'schema');
@@ -137,14 +189,15 @@ test('exports: CSV and Markdown breakdown, JSON as vram estimate --json', async 
   assertEq(JSON.stringify(doc.train.phases), JSON.stringify(train.train.phases), 'json phases');
   const svg = await read('svg-train-phases');
   assert(svg.text.startsWith('<svg') && svg.text.includes('usable GPU memory'), 'chart SVG download');
-  const png = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="png-infer-context"]')]);
+  const png = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="png-train-batch"]')]);
   const pngBytes = fs.readFileSync(await png[0].path());
   assertEq(pngBytes.subarray(1, 4).toString(), 'PNG', 'chart PNG download');
 });
 
 test('rows expand to the formula and its source', async ({ page }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+  await choosePreset(page, 'meta-llama__Llama-3.1-8B');
+  await page.selectOption('[data-testid="f-engine"]', 'transformers');
   await waitFor(page, () => !!document.querySelector('[data-testid="infer-expand-weights"]'), null, 'the table');
   await page.click('[data-testid="infer-expand-weights"]');
   const text = await page.textContent('[data-testid="infer-terms-weights"]');
@@ -164,8 +217,8 @@ test('works offline after the first visit', async ({ page, context }) => {
   await context.setOffline(true);
   await page.reload();
   await waitFor(page, () => !!document.querySelector('[data-testid="drop-zone"]'), null, 'the app offline');
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen3-0.6B');
-  const cli = cliEstimate('Qwen__Qwen3-0.6B', ['--infer']);
+  await choosePreset(page, 'Qwen__Qwen3-0.6B');
+  const cli = cliEstimate('Qwen__Qwen3-0.6B', SERVE);
   await waitBytes(page, 'infer-device', cli.infer.device_bytes);
   await context.setOffline(false);
 });
@@ -187,7 +240,7 @@ for (const [width, scheme] of [[1440, 'light'], [1440, 'dark'], [390, 'light'], 
     const page = await context.newPage();
     try {
       await openApp(page);
-      await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+      await choosePreset(page, 'meta-llama__Llama-3.1-8B');
       await waitFor(page, () => !!document.querySelector('[data-testid="infer-device"]'), null, 'results');
       const bad = await axeSerious(page);
       assertEq(bad.join(' | '), '', 'serious/critical violations');

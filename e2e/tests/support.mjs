@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test, assert, assertEq, openApp, dropFile, waitFor, waitForTotal } from '../harness.mjs';
+import { test, assert, assertEq, openApp, dropFile, waitFor, waitForTotal, choosePreset } from '../harness.mjs';
 import { cliJson, cliEstimate } from '../cli.mjs';
 
 const LLAMA_LIKE = {
@@ -24,7 +24,7 @@ function writeConfig(name, config) {
 
 test('support: an unknown model_type shows the generic-reading banner beside its figures', async ({ page }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2.5-3B');
+  await choosePreset(page, 'Qwen__Qwen2.5-3B');
   await waitFor(page, () => !!document.querySelector('[data-testid="total-params"]'), null, 'the preset');
   assertEq(await page.$$eval('[data-testid="support-banner"]', (e) => e.length), 0, 'no banner for a modelled preset');
   // OLMo 1 (model_type "olmo"): a real model_type vram does not model
@@ -41,7 +41,7 @@ test('support: an unknown model_type shows the generic-reading banner beside its
 
 test('support: a hybrid layout of an unknown type is refused by key and the previous model stays', async ({ page }) => {
   await openApp(page);
-  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen2.5-3B');
+  await choosePreset(page, 'Qwen__Qwen2.5-3B');
   const before = cliEstimate('Qwen__Qwen2.5-3B');
   await waitForTotal(page, String(before.parameters.total));
   // granitemoehybrid (IBM Granite 4): a hybrid vram does not model

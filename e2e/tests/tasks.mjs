@@ -1,0 +1,160 @@
+// Issue 9: each task performed as a user would (drop or pick a config, choose the task, type and click),
+// the answer checked against `vram estimate --json` for the same scenario; make-it-fit suggestions fit
+// with 5 % to spare and apply with one click (and undo); offloading shows the host RAM; the verdict is
+// on the first screen at 1440×900 and 390×844.
+import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, chooseTask, verdictOf, waitVerdictTotal, typeField } from '../harness.mjs';
+import { cliEstimate } from '../cli.mjs';
+
+async function suggestions(page) {
+  return page.evaluate(() => [...document.querySelectorAll('[data-testid="fit-suggestion"]')].map((b) => ({
+    total: Number(b.dataset.totalBytes), usable: Number(b.dataset.usableBytes), text: b.textContent,
+  })));
+}
+
+/** Every suggestion leaves 5 % headroom; clicking each one shows its total as the verdict, which then fits; undo restores. */
+async function checkSuggestions(page, original) {
+  await waitFor(page, () => document.querySelectorAll('[data-testid="fit-suggestion"]').length > 0, null, 'make-it-fit suggestions');
+  const list = await suggestions(page);
+  for (const s of list) assert(s.total * 100 <= s.usable * 95, `${s.text}: ${s.total} ≤ 95 % of ${s.usable}`);
+  for (let i = 0; i < list.length; i += 1) {
+    await page.click(`[data-testid="fit-suggestion"] >> nth=${i}`);
+    await waitVerdictTotal(page, list[i].total);
+    const v = await verdictOf(page);
+    assertEq(v.usable, String(list[i].usable), `${list[i].text}: usable after applying`);
+    assert(v.fits === 'fits' || v.fits === 'tight', `${list[i].text}: fits after applying (${v.fits})`);
+    await page.click('[data-testid="fit-undo"]');
+    await waitVerdictTotal(page, original);
+    await waitFor(page, () => document.querySelectorAll('[data-testid="fit-suggestion"]').length > 0, null, 'suggestions again');
+  }
+  return list;
+}
+
+test('fine-tune: Llama-2-70B QLoRA on one RTX 4090 does not fit, says so, and each suggested change fits when applied', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-2-70b-hf');
+  await chooseTask(page, 'finetune');
+  await page.selectOption('[data-testid="f-method"]', 'qlora');
+  await page.selectOption('[data-testid="f-gpu"]', 'rtx4090');
+  const cli = cliEstimate('meta-llama__Llama-2-70b-hf', ['--train', '--lora-r', '16', '--lora-targets', 'all-linear', '--grad-checkpointing', '--lora-base', 'nf4']);
+  await waitVerdictTotal(page, cli.train.device_bytes);
+  const v = await verdictOf(page);
+  assertEq(v.fits, 'no', '35 GB of NF4 weights do not fit 23.58 GiB');
+  assertEq(await page.getAttribute('[data-testid="f-grad_checkpointing"]', 'checked') !== null || await page.isChecked('[data-testid="f-grad_checkpointing"]'), true, 'QLoRA turned checkpointing on');
+  const list = await checkSuggestions(page, cli.train.device_bytes);
+  assert(list.some((s) => /GPU/.test(s.text)), 'more or larger GPUs offered: ' + list.map((s) => s.text).join(' | '));
+});
+
+test('serve: Qwen3-32B with vLLM on 2×H100 at 8k context answers with the concurrency of vram estimate, bf16 vs fp8', async ({ page }) => {
+  await openApp(page);
+  await dropFile(page, 'config.json', presetBytes('Qwen__Qwen3-32B'));
+  const base = ['--infer', '--engine', 'vllm', '--tp', '2', '--seq', '8192', '--max-model-len', '8192'];
+  const bf16 = cliEstimate('Qwen__Qwen3-32B', base);
+  await waitForTotal(page, String(bf16.parameters.total));
+  await typeField(page, 'gpus', 2);
+  await typeField(page, 'context', 8192);
+  await waitVerdictTotal(page, bf16.infer.device_bytes);
+  const seqs = (c) => String(Math.floor(c.infer.serving.concurrency_at_context));
+  await waitFor(page, (n) => document.querySelector('[data-testid="serve-concurrency"]')?.dataset.sequences === n, seqs(bf16), 'bf16 concurrency');
+  assert((await page.textContent('[data-testid="serve-concurrency"]')).includes('8k'), 'at the user\'s 8k context');
+  assertEq((await verdictOf(page)).fits, 'fits', 'fits');
+  // the precision strip: click fp8, then fp8 + fp8 KV
+  const fp8 = cliEstimate('Qwen__Qwen3-32B', [...base, '--weights', 'fp8']);
+  await page.click('[data-testid="precision-row"][data-label="fp8"] button');
+  await waitFor(page, (n) => document.querySelector('[data-testid="serve-concurrency"]')?.dataset.sequences === n, seqs(fp8), 'fp8 concurrency');
+  const both = cliEstimate('Qwen__Qwen3-32B', [...base, '--weights', 'fp8', '--kv-dtype', 'fp8']);
+  await page.click('[data-testid="precision-row"][data-label="fp8 + fp8 KV"] button');
+  await waitFor(page, (n) => document.querySelector('[data-testid="serve-concurrency"]')?.dataset.sequences === n, seqs(both), 'fp8 + fp8 KV concurrency');
+  assert(Number(seqs(both)) > Number(seqs(fp8)) && Number(seqs(fp8)) > Number(seqs(bf16)), `more requests with smaller formats: ${seqs(bf16)} < ${seqs(fp8)} < ${seqs(both)}`);
+  // a load above the concurrency is queued, not refused
+  await typeField(page, 'infer_batch', Number(seqs(both)) + 5);
+  await waitFor(page, () => document.querySelector('[data-testid="verdict"]')?.dataset.fits === 'tight', null, 'queued load is tight, not "does not fit"');
+});
+
+test('serve: Qwen3-32B with transformers on an A100 40GB does not fit; suggestions fit and apply', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen3-32B');
+  await page.selectOption('[data-testid="f-engine"]', 'transformers');
+  await page.selectOption('[data-testid="f-gpu"]', 'a100-40');
+  const cli = cliEstimate('Qwen__Qwen3-32B', ['--infer']);
+  await waitVerdictTotal(page, cli.infer.device_bytes);
+  assertEq((await verdictOf(page)).fits, 'no', '65 GB of bf16 weights on a 40 GB card');
+  const list = await checkSuggestions(page, cli.infer.device_bytes);
+  const nf4 = cliEstimate('Qwen__Qwen3-32B', ['--infer', '--weights', 'nf4']);
+  assert(list.some((s) => s.total === nf4.infer.device_bytes), 'the nf4 suggestion equals vram estimate --weights nf4');
+});
+
+test('train: Llama-2-7B with ZeRO-3 on 8 GPUs and the optimizer offloaded shows the host RAM of vram estimate', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-2-7b-hf');
+  await chooseTask(page, 'train');
+  await typeField(page, 'gpus', 8);
+  await page.click('[data-testid="advanced"] summary');
+  await page.selectOption('[data-testid="f-zero"]', '3');
+  await page.check('[data-testid="f-offload_optimizer"]');
+  const cli = cliEstimate('meta-llama__Llama-2-7b-hf', ['--train', '--gpus', '8', '--zero', '3', '--offload-optimizer']);
+  await waitVerdictTotal(page, cli.train.device_bytes);
+  assert(cli.train.cpu_offload_bytes > 0, 'the CLI offloads');
+  await waitFor(page, (b) => document.querySelector('[data-testid="host-ram"]')?.dataset.bytes === b, String(cli.train.cpu_offload_bytes * 8), 'host RAM of 8 processes');
+  assertEq(await page.evaluate(() => document.querySelectorAll('.gpu-bar-row').length), 8, 'one bar per GPU');
+});
+
+for (const [width, height] of [[1440, 900], [390, 844]]) {
+  test(`the verdict is on the first screen at ${width}×${height} for every task`, async ({ browser }) => {
+    const context = await browser.newContext({ viewport: { width, height } });
+    const page = await context.newPage();
+    try {
+      await openApp(page);
+      await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+      for (const task of ['serve', 'finetune', 'train']) {
+        await chooseTask(page, task);
+        await waitFor(page, () => !!document.querySelector('[data-testid="verdict"]'), null, 'verdict');
+        await page.evaluate(() => window.scrollTo(0, 0));
+        const box = await page.evaluate(() => {
+          const r = document.querySelector('[data-testid="verdict"]').getBoundingClientRect();
+          return { top: r.top, bottom: r.bottom, left: r.left, right: r.right };
+        });
+        assert(box.top >= 0 && box.bottom <= height && box.left >= 0 && box.right <= width, `${task}: verdict inside the first viewport ${JSON.stringify(box)}`);
+        assertEq(await page.getAttribute('[data-testid="verdict"]', 'aria-live'), 'polite', 'announced to screen readers');
+      }
+    } finally {
+      await context.close();
+    }
+  });
+}
+
+test('task tabs work from the keyboard alone', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen3-0.6B');
+  await page.focus('[data-testid="task-serve"]');
+  await page.keyboard.press('ArrowRight');
+  await waitFor(page, () => document.querySelector('[data-testid="task-finetune"]').getAttribute('aria-selected') === 'true', null, 'finetune by arrow');
+  assertEq(await page.evaluate(() => document.activeElement?.dataset.testid), 'task-finetune', 'focus follows');
+  await page.keyboard.press('ArrowLeft');
+  await waitFor(page, () => document.querySelector('[data-testid="task-serve"]').getAttribute('aria-selected') === 'true', null, 'serve by arrow');
+});
+
+test('launch lines and a short share link that opens on the verdict', async ({ page, context }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen3-32B');
+  await typeField(page, 'gpus', 2);
+  await typeField(page, 'context', 8192);
+  await page.selectOption('[data-testid="f-kv_dtype"]', 'fp8');
+  await waitFor(page, () => (document.querySelector('[data-testid="launch-line"]')?.textContent || '').includes('--kv-cache-dtype fp8'), null, 'the vllm serve line');
+  const line = await page.textContent('[data-testid="launch-line"]');
+  for (const part of ['vllm serve Qwen/Qwen3-32B', '--tensor-parallel-size 2', '--max-model-len 8192', '--gpu-memory-utilization 0.9', '--kv-cache-dtype fp8']) {
+    assert(line.includes(part), `launch line has ${part}: ${line}`);
+  }
+  await page.waitForTimeout(200);
+  const url = page.url();
+  const query = url.slice(url.indexOf('?'));
+  assert(query.length < 200, `short link (${query.length} chars): ${query}`);
+  assert(url.endsWith('#verdict'), 'opens on the verdict: ' + url);
+  const other = await context.newPage();
+  await openApp(other, url);
+  const seqs = await page.getAttribute('[data-testid="serve-concurrency"]', 'data-sequences');
+  await waitFor(other, (n) => document.querySelector('[data-testid="serve-concurrency"]')?.dataset.sequences === n, seqs, 'the same answer from the link');
+  // fine-tune: peft + bitsandbytes arguments for QLoRA
+  await chooseTask(page, 'finetune');
+  await page.selectOption('[data-testid="f-method"]', 'qlora');
+  await waitFor(page, () => [...document.querySelectorAll('[data-testid="launch-line"]')].some((e) => e.textContent.includes('bnb_4bit_quant_type="nf4"')), null, 'the QLoRA snippet');
+});

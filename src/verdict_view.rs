@@ -1,0 +1,460 @@
+//! The answer first: the verdict line (one number against one GPU, which total it is, in words), the
+//! stacked bar of each GPU with its limit line and the host-RAM bar when anything is offloaded, the
+//! serving concurrency, the make-it-fit list (one click applies a change, and can be undone) and the
+//! serving precision strip. Figures come from `answer` and `fit`; this file only renders them.
+
+use crate::answer::{answer, answer_local, Answer, TotalKind};
+use crate::compute::Budgeted;
+use crate::fit::{Advice, NoFit, PrecisionRow};
+use crate::i18n::Lang;
+use crate::i18n_page::{change, component, phase, verdict};
+use crate::page_scenario::{PageScenario, Task};
+use crate::results_view::Results;
+use crate::state::{use_state, AppState};
+use leptos::prelude::*;
+use vram_core::units::group_thousands;
+
+fn pick(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
+    if lang == Lang::Zh {
+        zh
+    } else {
+        en
+    }
+}
+
+/// `8k`, `32k`, `1.5k`, `512`: a context as people say it.
+pub fn short_tokens(n: u64) -> String {
+    if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{}k", n / 1024)
+    } else if n >= 1000 {
+        let k = n as f64 / 1000.0;
+        let s = format!("{k:.1}");
+        format!("{}k", s.trim_end_matches(".0"))
+    } else {
+        n.to_string()
+    }
+}
+
+/// The answer on screen: the task's core result, or the llama.cpp view's.
+fn current_answer(state: AppState, res: Results) -> Option<Answer> {
+    let page = state.page.get();
+    if page.local_view() {
+        let r = state.model.with(|m| {
+            m.as_ref()
+                .map(|m| crate::local::local_result(&m.spec, &page))
+        })?;
+        return r.ok().map(|r| answer_local(&page, &r));
+    }
+    res.all.with(|r| {
+        let r = r.as_ref()?;
+        let m = if page.task.trains() {
+            r.train.as_ref()?.as_ref().ok()?
+        } else {
+            r.infer.as_ref()?.as_ref().ok()?
+        };
+        debug_assert!(
+            m.budgeted
+                == if page.task.trains() {
+                    Budgeted::Train
+                } else {
+                    Budgeted::Infer
+                }
+        );
+        let mut a = answer(&page, m);
+        // The solvers run after the headline's frame; until then the line says "…".
+        if page.task.trains() && !res.train_pending() {
+            a.largest = Some((m.max_batch, m.max_seq));
+        }
+        Some(a)
+    })
+}
+
+fn which_total(lang: Lang, a: &Answer) -> String {
+    match (a.total_kind, lang) {
+        (TotalKind::Vllm, Lang::En) => "Compared with the GPU: what vLLM takes on each GPU — gpu_memory_utilization of it (weights, the profiled activations and the KV pool that fills the rest) plus its non-torch memory.".into(),
+        (TotalKind::Vllm, Lang::Zh) => "与 GPU 比较的是 vLLM 在每张卡上占用的显存：gpu_memory_utilization 那一份（权重、profile 得到的激活，其余全部作为 KV 池）加上非 torch 显存。".into(),
+        (TotalKind::Device, Lang::En) => {
+            if a.peak_phase.is_empty() {
+                "Compared with the GPU: what nvidia-smi shows on the largest GPU — llama.cpp's buffers plus the CUDA context.".into()
+            } else {
+                format!(
+                    "Compared with the GPU: what nvidia-smi shows for the process at its peak ({}) — tensors, PyTorch's allocator cache, the CUDA context and workspace.",
+                    phase(lang, &a.peak_phase)
+                )
+            }
+        }
+        (TotalKind::Device, Lang::Zh) => {
+            if a.peak_phase.is_empty() {
+                "与 GPU 比较的是最大那张卡在 nvidia-smi 中的显示：llama.cpp 的缓冲加 CUDA 上下文。".into()
+            } else {
+                format!(
+                    "与 GPU 比较的是进程峰值（{}）时 nvidia-smi 显示的显存：张量、PyTorch 分配器缓存、CUDA 上下文和工作区。",
+                    phase(lang, &a.peak_phase)
+                )
+            }
+        }
+    }
+}
+
+fn segment_label(lang: Lang, key: &str) -> String {
+    match key {
+        "overhead" => pick(
+            lang,
+            "CUDA context, workspace, allocator cache",
+            "CUDA 上下文、工作区、分配器缓存",
+        )
+        .into(),
+        "kv_pool" => pick(lang, "KV pool", "KV 池").into(),
+        "compute" => pick(lang, "Compute buffer", "计算缓冲").into(),
+        k => component(lang, k),
+    }
+}
+
+/// The verdict line (the `verdict` element, pinned at the bottom on phones), the serving
+/// concurrency, which total it is, the GPU bars and the host-RAM bar.
+#[component]
+pub fn VerdictPanel(res: Results) -> impl IntoView {
+    let state = use_state();
+    let ans = Memo::new(move |_| current_answer(state, res));
+    view! {
+        <section class="card verdict-card" aria-labelledby="verdict-heading">
+            <h2 id="verdict-heading" class="visually-hidden">{move || pick(state.lang.get(), "Answer", "结论")}</h2>
+            {move || ans.get().map(|a| verdict_body(state, &a))}
+        </section>
+    }
+}
+
+fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
+    let lang = state.lang.get();
+    let b = |x: u64| state.fmt_bytes(x);
+    let pct = if a.usable_bytes > 0 {
+        a.total_bytes as f64 * 100.0 / a.usable_bytes as f64
+    } else {
+        0.0
+    };
+    let gpus = a.gpus.max(1);
+    let per = if gpus > 1 {
+        match lang {
+            Lang::En => format!(" per GPU (× {gpus})"),
+            Lang::Zh => format!("（每卡，共 {gpus} 张）"),
+        }
+    } else {
+        String::new()
+    };
+    let class = format!("verdict-bar {}", a.fits_key());
+    let serve = a.serve.as_ref().map(|s| {
+        let line = match lang {
+            Lang::En => format!(
+                "{} concurrent {} requests",
+                group_thousands(s.sequences),
+                short_tokens(s.context)
+            ),
+            Lang::Zh => format!(
+                "{} 个 {} 请求同时运行",
+                group_thousands(s.sequences),
+                short_tokens(s.context)
+            ),
+        };
+        let tokens = s.kv_tokens.map(|t| match lang {
+            Lang::En => format!(" · {} KV tokens", short_tokens(t)),
+            Lang::Zh => format!(" · KV 可容纳 {} token", short_tokens(t)),
+        });
+        let queued = (s.requested > s.sequences && s.sequences > 0).then(|| match lang {
+            Lang::En => format!(
+                "You asked for {} at once: vLLM runs {} and queues the rest (they wait, nothing fails).",
+                group_thousands(s.requested),
+                group_thousands(s.sequences)
+            ),
+            Lang::Zh => format!(
+                "你要求同时 {} 个：vLLM 同时运行 {} 个，其余排队等待（不会失败）。",
+                group_thousands(s.requested),
+                group_thousands(s.sequences)
+            ),
+        });
+        view! {
+            <p class="serve-line" data-testid="serve-concurrency" data-sequences=s.sequences.to_string()>
+                <strong>{line}</strong>{tokens}
+            </p>
+            {queued.map(|q| view! { <p class="queue-note">{q}</p> })}
+        }
+    });
+    let scale = a.total_bytes.max(a.usable_bytes).max(1) as f64 * 1.04;
+    let bar = {
+        let segs = a
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let w = s.bytes as f64 * 100.0 / scale;
+                let title = format!("{}: {}", segment_label(lang, &s.key), b(s.bytes));
+                view! {
+                    <span class=format!("seg seg-{}", i % 6) style=format!("width:{w:.3}%") title=title></span>
+                }
+            })
+            .collect_view();
+        let limit = a.usable_bytes as f64 * 100.0 / scale;
+        let summary = a
+            .segments
+            .iter()
+            .map(|s| format!("{} {}", segment_label(lang, &s.key), b(s.bytes)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rows = (0..gpus.min(8))
+            .map(|g| {
+                view! {
+                    <div class="gpu-bar-row">
+                        <span class="gpu-bar-label">{format!("GPU {g}")}</span>
+                        <div class="gpu-bar" role="img" aria-label=summary.clone()>
+                            {segs.clone()}
+                            <span class="limit" style=format!("left:{limit:.3}%")></span>
+                        </div>
+                    </div>
+                }
+            })
+            .collect_view();
+        let more = (gpus > 8).then(|| {
+            view! { <p class="hint">{format!("… {} GPUs, each the same", gpus)}</p> }
+        });
+        let legend = a
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                view! {
+                    <li><span class=format!("swatch seg-{}", i % 6)></span>{segment_label(lang, &s.key)} " " <strong>{b(s.bytes)}</strong></li>
+                }
+            })
+            .collect_view();
+        view! {
+            <div class="gpu-bars" data-testid="gpu-bars">
+                {rows}
+                {more}
+                <ul class="legend">
+                    {legend}
+                    <li><span class="swatch limit-swatch"></span>{pick(lang, "usable memory of one GPU", "单卡可用显存")} " " <strong>{b(a.usable_bytes)}</strong></li>
+                </ul>
+            </div>
+        }
+    };
+    let host = (a.host_bytes_per_gpu > 0).then(|| {
+        let total = a.host_bytes();
+        let text = match lang {
+            Lang::En => format!(
+                "CPU RAM needed for what is offloaded: {} ({} per GPU process)",
+                b(total),
+                b(a.host_bytes_per_gpu)
+            ),
+            Lang::Zh => format!(
+                "卸载部分需要的 CPU 内存：{}（每个 GPU 进程 {}）",
+                b(total),
+                b(a.host_bytes_per_gpu)
+            ),
+        };
+        view! {
+            <div class="host-ram" data-testid="host-ram" data-bytes=total.to_string()>
+                <span class="gpu-bar-label">{pick(lang, "CPU RAM", "CPU 内存")}</span>
+                <div class="gpu-bar host" aria-hidden="true"><span class="seg seg-host" style="width:100%"></span></div>
+                <p>{text}</p>
+            </div>
+        }
+    });
+    view! {
+        <div
+            class=class
+            id="verdict"
+            data-testid="verdict"
+            data-fits=a.fits_key()
+            data-total-bytes=a.total_bytes.to_string()
+            data-usable-bytes=a.usable_bytes.to_string()
+            role="status"
+            aria-live="polite"
+            aria-atomic="true"
+        >
+            <span class="verdict-figure">
+                <strong class="big">{b(a.total_bytes)}</strong>
+                " " {pick(lang, "of", "/")} " " {b(a.usable_bytes)} {per} " "
+                <span class="pct">{format!("({pct:.0} %)")}</span>
+            </span>
+            " — "
+            <span class=format!("badge {}", a.fits_key())>{verdict(lang, a.verdict)}</span>
+        </div>
+        {serve}
+        {a.task.trains().then(|| {
+            let v = |x: Option<u64>| x.map_or_else(|| pick(lang, "none", "无").to_string(), group_thousands);
+            let (batch, seq) = match a.largest {
+                Some((b, s)) => (v(b), v(s)),
+                None => ("…".to_string(), "…".to_string()),
+            };
+            view! {
+                <p class="largest-line" data-testid="largest-fit">
+                    {pick(lang, "Largest micro-batch that fits: ", "能放下的最大微批：")} <strong>{batch}</strong>
+                    {pick(lang, " · longest sequence: ", " · 最长序列：")} <strong>{seq}</strong>
+                </p>
+            }
+        })}
+        <p class="which-total">{which_total(lang, a)}</p>
+        {bar}
+        {host}
+    }
+}
+
+/// The make-it-fit list: only changes that fit with 5 % to spare, each a button that applies it.
+#[component]
+pub fn MakeItFit(res: Results) -> impl IntoView {
+    let state = use_state();
+    let undo = RwSignal::new(None::<PageScenario>);
+    let advice = Memo::new(move |_| res.current_advice().map(|a| a.advice));
+    let apply = move |p: PageScenario| {
+        let before = state.page.get_untracked();
+        state.change_scenario("fit", |x| *x = p);
+        if state.page.get_untracked() != before {
+            undo.set(Some(before));
+        }
+    };
+    view! {
+        {move || advice.get().map(|a| fit_list(state, &a, apply))}
+        {move || undo.get().map(|before| {
+            let lang = state.lang.get();
+            view! {
+                <p class="undo-line">
+                    <button type="button" class="secondary" data-testid="fit-undo" on:click=move |_| {
+                        state.change_scenario("fit", |x| *x = before.clone());
+                        undo.set(None);
+                    }>{pick(lang, "Undo the applied change", "撤销刚才的修改")}</button>
+                </p>
+            }
+        })}
+    }
+}
+
+fn fit_list(
+    state: AppState,
+    a: &Advice,
+    apply: impl Fn(PageScenario) + Copy + 'static,
+) -> Option<impl IntoView> {
+    let lang = state.lang.get();
+    let b = |x: u64| state.fmt_bytes(x);
+    if a.suggestions.is_empty() && a.no_fit.is_none() {
+        return None;
+    }
+    let items = a
+        .suggestions
+        .iter()
+        .map(|s| {
+            let p = s.page.clone();
+            let pct = s.total_bytes as f64 * 100.0 / s.usable_bytes.max(1) as f64;
+            let seqs = s.sequences.map(|n| match lang {
+                Lang::En => format!(" · {} at once", group_thousands(n)),
+                Lang::Zh => format!(" · 同时 {} 个", group_thousands(n)),
+            });
+            view! {
+                <li>
+                    <button
+                        type="button"
+                        class="fit-suggestion"
+                        data-testid="fit-suggestion"
+                        data-total-bytes=s.total_bytes.to_string()
+                        data-usable-bytes=s.usable_bytes.to_string()
+                        on:click=move |_| apply(p.clone())
+                    >
+                        <span class="fit-change">{change(lang, &s.change)}</span>
+                        <span class="fit-figure">
+                            {b(s.total_bytes)} " / " {b(s.usable_bytes)} {format!(" ({pct:.0} %)")} {seqs}
+                        </span>
+                    </button>
+                </li>
+            }
+        })
+        .collect_view();
+    let none = a.no_fit.as_ref().map(|n| {
+        let text = match (n, lang) {
+            (NoFit::WeightsAlone { weights_bytes, usable_bytes }, Lang::En) => format!(
+                "Nothing tried fits: the weights alone are {} per GPU, more than the {} of one GPU. Use more or larger GPUs, or a smaller model.",
+                b(*weights_bytes),
+                b(*usable_bytes)
+            ),
+            (NoFit::WeightsAlone { weights_bytes, usable_bytes }, Lang::Zh) => format!(
+                "试过的修改都放不下：仅权重每卡就要 {}，超过单卡的 {}。请用更多或更大的 GPU，或更小的模型。",
+                b(*weights_bytes),
+                b(*usable_bytes)
+            ),
+            (NoFit::NothingTried, Lang::En) => "No single change tried (checkpointing, smaller micro-batch, offload, 8-bit optimizer, QLoRA, lower precision, shorter sequence, up to 8 GPUs, a larger GPU) fits with 5 % to spare.".into(),
+            (NoFit::NothingTried, Lang::Zh) => "试过的单项修改（检查点、更小微批、卸载、8 bit 优化器、QLoRA、更低精度、更短序列、最多 8 张卡、更大的卡）都无法留出 5 % 余量。".into(),
+        };
+        view! { <p class="no-fit" data-testid="no-fit">{text}</p> }
+    });
+    Some(view! {
+        <section class="card fit-card" aria-labelledby="fit-heading" data-testid="make-it-fit">
+            <h3 id="fit-heading">{pick(lang, "Make it fit (click to apply)", "如何放得下（点击应用）")}</h3>
+            <p class="hint">{pick(lang, "Each change fits with at least 5 % to spare; cheapest first: speed, then precision, then the workload, then hardware.", "每项修改都至少留出 5 % 余量；按代价排序：先牺牲速度，再精度，再负载，最后硬件。")}</p>
+            <ul class="fit-list">{items}</ul>
+            {none}
+        </section>
+    })
+}
+
+/// Serving: the precisions the model allows side by side (weights, KV, total, concurrency).
+#[component]
+pub fn PrecisionStrip(res: Results) -> impl IntoView {
+    let state = use_state();
+    let rows = Memo::new(move |_| res.current_advice().map(|a| a.strip));
+    move || {
+        let rows = rows.get()?;
+        if rows.is_empty() || state.page.with(|p| p.task != Task::Serve) {
+            return None;
+        }
+        Some(strip_table(state, &rows))
+    }
+}
+
+fn strip_table(state: AppState, rows: &[PrecisionRow]) -> impl IntoView {
+    let lang = state.lang.get();
+    let b = |x: u64| state.fmt_bytes(x);
+    let vllm = rows.iter().any(|r| r.sequences.is_some());
+    let body = rows
+        .iter()
+        .map(|r| {
+            let p = r.page.clone();
+            let label = r.label.clone();
+            view! {
+                <tr class:current=r.current data-testid="precision-row" data-label=label.clone()>
+                    <th scope="row">
+                        <button type="button" class="link-button" aria-pressed=r.current.to_string()
+                            on:click=move |_| state.change_scenario("precision", |x| *x = p.clone())>
+                            {label.clone()}
+                        </button>
+                    </th>
+                    <td class="num">{b(r.weights_bytes)}</td>
+                    <td class="num">{b(r.kv_bytes)}</td>
+                    <td class="num">{b(r.total_bytes)}</td>
+                    {vllm.then(|| view! {
+                        <td class="num">{r.sequences.map(group_thousands)}</td>
+                        <td class="num">{r.kv_tokens.map(short_tokens)}</td>
+                    })}
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card strip-card" aria-labelledby="strip-heading" data-testid="precision-strip">
+            <h3 id="strip-heading">{pick(lang, "Precision side by side", "不同精度对比")}</h3>
+            <div class="table-wrap">
+                <table class="strip">
+                    <thead>
+                        <tr>
+                            <th scope="col">{pick(lang, "Weights", "权重")}</th>
+                            <th scope="col" class="num">{pick(lang, "Weights / GPU", "每卡权重")}</th>
+                            <th scope="col" class="num">{if vllm { pick(lang, "KV pool", "KV 池") } else { pick(lang, "KV cache", "KV 缓存") }}</th>
+                            <th scope="col" class="num">{pick(lang, "Total / GPU", "每卡总计")}</th>
+                            {vllm.then(|| view! {
+                                <th scope="col" class="num">{pick(lang, "At once", "同时请求")}</th>
+                                <th scope="col" class="num">{pick(lang, "KV tokens", "KV token")}</th>
+                            })}
+                        </tr>
+                    </thead>
+                    <tbody>{body}</tbody>
+                </table>
+            </div>
+        </section>
+    }
+}
