@@ -65,15 +65,15 @@ for (let i = 0; i < 200; i++) {
     document.querySelector('[data-testid="train-device"]').dataset.bytes,
   ], [s0, t0, r0]);
   if (bytes1 === bytes0) throw new Error(`change ${i}: the headline did not change`);
-  // The training phase chart is redrawn before vram:shown is taken (it is part of what is shown).
-  if (!(redraws.length >= 1 && redraws[0] <= sh)) throw new Error(`change ${i}: phase chart not redrawn before vram:shown (${redraws} vs ${sh})`);
+  // The charts are redrawn after the frame that shows the verdict, list and table (before vram:settled).
+  if (!(redraws.length >= 1)) throw new Error(`change ${i}: phase chart not redrawn (${redraws})`);
   phases.push(redraws[0]);
   shown.push(sh);
   settled.push(st);
 }
 const stats = (xs) => `p50 ${q(xs, 50).toFixed(1)} ms, p95 ${q(xs, 95).toFixed(1)} ms, max ${Math.max(...xs).toFixed(1)} ms`;
 console.log(`over ${shown.length} batch changes (${charts} charts on the page):`);
-console.log(`  input → training phase chart redrawn (vram:redraw): ${stats(phases)}`);
-console.log(`  input → headline, table and phase charts shown, after layout (vram:shown): ${stats(shown)}`);
-console.log(`  input → solvers, suggestions, sweeps and their charts done (vram:settled): ${stats(settled)}`);
+console.log(`  input → training phase chart redrawn (vram:redraw, after the first frame): ${stats(phases)}`);
+console.log(`  input → verdict, bars, table shown, after layout (vram:shown): ${stats(shown)}`);
+console.log(`  input → solvers, make-it-fit, precision strip, sweeps and all charts done (vram:settled): ${stats(settled)}`);
 await browser.close();

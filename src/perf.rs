@@ -1,8 +1,9 @@
 //! Input-to-redraw timing with the User Timing API. `vram:input` is marked when a scenario input is
-//! applied; each chart redrawn adds a `vram:redraw` measure from it; `vram:shown` measures from it to
-//! the end of the work the input causes before the browser can paint (the reactive effects: headline,
-//! table and phase charts), including style and layout; `vram:settled` measures to the end of the
-//! follow-up task (solvers, suggestions, sweeps and their charts) and its layout.
+//! applied; each chart redrawn adds a `vram:redraw` measure from it (charts are redrawn in a task after
+//! the first frame); `vram:shown` measures from it to the end of the work the input causes before the
+//! browser can paint (the reactive effects: the verdict, its bars and the breakdown table), including
+//! style and layout; `vram:settled` measures to the end of the follow-up task (solvers, make-it-fit,
+//! the precision strip and the sweeps) and its layout.
 //! docs/performance.md reads these measures (p50/p95 over 200 changes).
 
 fn performance() -> Option<web_sys::Performance> {

@@ -141,7 +141,7 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
                 <strong data-testid=format!("{key}-allocated") data-bytes=r.peak_allocated_bytes.to_string()>
                     {b(r.peak_allocated_bytes)}
                 </strong>
-                " (" {r.peak_phase.clone()} ")"
+                " (" {phase(lang, &r.peak_phase)} ")"
                 {r.peak_reserved_bytes.map(|x| view! { " · " {t.reserved} ": " <strong>{b(x)}</strong> })}
             </p>
             <p class="fits-line">
@@ -815,10 +815,27 @@ fn Charts(res: Results) -> impl IntoView {
                         .map(|(id, kind)| {
                             // Redrawn only when this chart's data (or the unit) changes.
                             let data = Memo::new(move |_| chart_data(res, kind));
-                            let version = Memo::new(move |prev: Option<&u64>| {
+                            let changed = Memo::new(move |prev: Option<&u64>| {
                                 data.track();
                                 state.use_gb.track();
                                 prev.map_or(1, |p| p + 1)
+                            });
+                            // Charts sit below the verdict, the make-it-fit list and the table: they
+                            // are redrawn after the frame that shows those (only the latest change),
+                            // so typing never waits for a canvas.
+                            let version = RwSignal::new(0u64);
+                            Effect::new(move |_| {
+                                let v = changed.get();
+                                request_animation_frame(move || {
+                                    set_timeout(
+                                        move || {
+                                            if changed.get_untracked() == v {
+                                                version.set(v);
+                                            }
+                                        },
+                                        Duration::ZERO,
+                                    );
+                                });
                             });
                             let draw_canvas = Arc::new(move |root: &DrawingArea<plotters_canvas::CanvasBackend, plotters::coord::Shift>, theme: &ChartTheme| {
                                 draw_kind(state, data, kind, root, theme)
