@@ -457,7 +457,7 @@ pub fn phase(lang: Lang, name: &str) -> String {
         "load" => ("load", "加载"),
         "forward" => ("forward", "前向"),
         "backward" => ("backward", "反向"),
-        "optimizer" => ("optimizer step", "优化器步"),
+        "optimizer" => ("optimizer", "优化器步"),
         "prefill" => ("prefill", "预填充"),
         "decode" => ("decode", "解码"),
         _ => return name.to_string(),
@@ -825,14 +825,15 @@ mod phase_label_tests {
     use super::*;
 
     #[test]
-    fn english_keeps_the_measure_phase_names_and_chinese_translates_them() {
-        assert_eq!(phase(Lang::En, "backward_2"), "backward_2");
+    fn phases_are_named_for_people_in_both_languages() {
         assert_eq!(phase(Lang::Zh, "forward"), "第 1 步前向");
         assert_eq!(phase(Lang::Zh, "optimizer_2"), "稳态优化器步");
         assert_eq!(phase(Lang::En, "backward_2"), "steady-state backward");
         assert_eq!(phase(Lang::En, "forward"), "1st step forward");
         assert_eq!(phase(Lang::Zh, "prefill"), "预填充");
         assert_eq!(phase(Lang::Zh, "unknown_phase"), "unknown_phase");
+        assert_eq!(phase(Lang::En, "optimizer"), "1st step optimizer");
+        assert!(!phase_tip(Lang::En, "backward_2").is_empty());
     }
 }
 

@@ -441,6 +441,23 @@ impl Results {
         let page = state.page.get();
         self.advice.get().filter(|a| a.page == page)
     }
+    /// The last advice of the same model and task, and whether it is stale (computed for settings
+    /// since changed): shown greyed out while the new one is computed, so the list does not vanish
+    /// and reappear (and shift the page) on every keystroke.
+    pub fn latest_advice(&self) -> Option<(AdviceFor, bool)> {
+        let state = use_state();
+        let page = state.page.get();
+        let name = state
+            .model
+            .with(|m| m.as_ref().map(|m| m.spec.name.clone()))?;
+        self.advice
+            .get()
+            .filter(|a| a.page.task == page.task && a.spec.0.name == name)
+            .map(|a| {
+                let stale = a.page != page;
+                (a, stale)
+            })
+    }
 }
 
 fn merge_train(mut m: ModeResult, more: &TrainMore) -> ModeResult {

@@ -6,14 +6,15 @@ import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitFo
 import { cliEstimate } from '../cli.mjs';
 
 async function suggestions(page) {
-  return page.evaluate(() => [...document.querySelectorAll('[data-testid="fit-suggestion"]')].map((b) => ({
+  return page.evaluate(() => [...document.querySelectorAll('[data-testid="fit-suggestion"]:not([disabled])')].map((b) => ({
     total: Number(b.dataset.totalBytes), usable: Number(b.dataset.usableBytes), text: b.textContent,
   })));
 }
 
 /** Every suggestion leaves 5 % headroom; clicking each one shows its total as the verdict, which then fits; undo restores. */
 async function checkSuggestions(page, original) {
-  await waitFor(page, () => document.querySelectorAll('[data-testid="fit-suggestion"]').length > 0, null, 'make-it-fit suggestions');
+  // Stale suggestions (of settings since changed) are shown disabled until the new ones arrive.
+  await waitFor(page, () => document.querySelectorAll('[data-testid="fit-suggestion"]:not([disabled])').length > 0, null, 'make-it-fit suggestions');
   const list = await suggestions(page);
   for (const s of list) assert(s.total * 100 <= s.usable * 95, `${s.text}: ${s.total} ≤ 95 % of ${s.usable}`);
   for (let i = 0; i < list.length; i += 1) {
@@ -24,7 +25,7 @@ async function checkSuggestions(page, original) {
     assert(v.fits === 'fits' || v.fits === 'tight', `${list[i].text}: fits after applying (${v.fits})`);
     await page.click('[data-testid="fit-undo"]');
     await waitVerdictTotal(page, original);
-    await waitFor(page, () => document.querySelectorAll('[data-testid="fit-suggestion"]').length > 0, null, 'suggestions again');
+    await waitFor(page, () => document.querySelectorAll('[data-testid="fit-suggestion"]:not([disabled])').length > 0, null, 'suggestions again');
   }
   return list;
 }
@@ -153,6 +154,7 @@ test('launch lines and a short share link that opens on the verdict', async ({ p
   await openApp(other, url);
   const seqs = await page.getAttribute('[data-testid="serve-concurrency"]', 'data-sequences');
   await waitFor(other, (n) => document.querySelector('[data-testid="serve-concurrency"]')?.dataset.sequences === n, seqs, 'the same answer from the link');
+  await waitFor(other, () => window.scrollY > 0 && Math.abs(document.getElementById('verdict').getBoundingClientRect().top) < 30, null, 'the link opens scrolled to the verdict');
   // fine-tune: peft + bitsandbytes arguments for QLoRA
   await chooseTask(page, 'finetune');
   await page.selectOption('[data-testid="f-method"]', 'qlora');
