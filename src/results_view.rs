@@ -846,8 +846,10 @@ fn Charts(res: Results) -> impl IntoView {
                                 request_animation_frame(move || {
                                     set_timeout(
                                         move || {
-                                            if changed.get_untracked() == v {
-                                                version.set(v);
+                                            // The chart may be gone by then (another task or
+                                            // engine): nothing to draw.
+                                            if changed.try_get_untracked() == Some(v) {
+                                                let _ = version.try_set(v);
                                             }
                                         },
                                         Duration::ZERO,

@@ -47,10 +47,12 @@ fn number_field(
         let Ok(v) = raw.trim().parse::<u64>() else {
             return;
         };
-        let my = typed.get_untracked() + 1;
-        typed.set(my);
+        let my = typed.try_get_untracked().unwrap_or(0) + 1;
+        let _ = typed.try_set(my);
         leptos::leptos_dom::helpers::request_animation_frame(move || {
-            if typed.get_untracked() == my {
+            // The field may have been re-created by then (a page change re-renders conditional
+            // fields): its latest keystroke is applied by the `change` event instead.
+            if typed.try_get_untracked() == Some(my) {
                 state.change_scenario_quietly(|p| set(p, v));
             }
         });
