@@ -33,6 +33,20 @@ fn theme() -> ChartTheme {
     }
 }
 
+/// Copies `text` to the clipboard (where the browser allows it).
+pub fn copy_text(text: &str) {
+    use wasm_bindgen::JsCast;
+    let Some(w) = web_sys::window() else { return };
+    let clipboard = js_sys::Reflect::get(&w.navigator(), &"clipboard".into()).ok();
+    if let Some(cb) = clipboard.filter(|c| !c.is_undefined()) {
+        if let Ok(f) = js_sys::Reflect::get(&cb, &"writeText".into()) {
+            if let Ok(f) = f.dyn_into::<js_sys::Function>() {
+                let _ = f.call1(&cb, &text.into());
+            }
+        }
+    }
+}
+
 /// Triggers a download of `href` as `name`.
 pub fn download(name: &str, href: &str) {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {

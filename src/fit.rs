@@ -154,6 +154,35 @@ fn nvidia_by_size() -> Vec<&'static vram_core::gpu_catalog::Gpu> {
     v
 }
 
+/// The smallest NVIDIA GPU larger than `usable` whose page (the same scenario on that GPU) `try_page`
+/// accepts: the first fit in order of size.
+fn smallest_single_gpu(
+    page: &PageScenario,
+    usable: u64,
+    try_page: impl Fn(Change, PageScenario) -> Option<Suggestion>,
+) -> Option<Suggestion> {
+    nvidia_by_size()
+        .into_iter()
+        .filter(|g| g.usable_bytes > usable)
+        .find_map(|g| {
+            let mut p = page.clone();
+            p.gpu = GpuChoice::Catalog(g.id);
+            try_page(Change::SingleGpu { id: g.id }, p)
+        })
+}
+
+/// Why nothing fits: the weights alone, or no single change.
+fn no_fit_reason(weights_bytes: u64, usable_bytes: u64) -> NoFit {
+    if weights_bytes > usable_bytes {
+        NoFit::WeightsAlone {
+            weights_bytes,
+            usable_bytes,
+        }
+    } else {
+        NoFit::NothingTried
+    }
+}
+
 /// The make-it-fit changes of the page's task (empty when it already fits with the headroom).
 pub fn advise(spec: &ModelSpec, page: &PageScenario) -> Advice {
     match page.task {
@@ -304,42 +333,27 @@ fn advise_train(spec: &ModelSpec, page: &PageScenario) -> Advice {
             with(&|t| t.seq_len = seq),
         ));
     }
-    for gpus in [2u64, 4, 8] {
-        if gpus <= s.gpus {
-            continue;
-        }
-        if let Some(x) = try_page(
-            Change::Zero3Gpus { gpus },
-            with(&|t| {
-                t.gpus = gpus;
-                t.zero = ZeroStage(3);
+    // The fewest of this GPU (one node at most) that fit.
+    out.extend(
+        [2u64, 4, 8]
+            .into_iter()
+            .filter(|&g| g > s.gpus)
+            .find_map(|gpus| {
+                try_page(
+                    Change::Zero3Gpus { gpus },
+                    with(&|t| {
+                        t.gpus = gpus;
+                        t.zero = ZeroStage(3);
+                    }),
+                )
             }),
-        ) {
-            out.push(x);
-            break;
-        }
-    }
+    );
     if s.gpus <= 1 {
-        for g in nvidia_by_size() {
-            if g.usable_bytes <= usable {
-                continue;
-            }
-            let mut p = page.clone();
-            p.gpu = GpuChoice::Catalog(g.id);
-            if let Some(x) = try_page(Change::SingleGpu { id: g.id }, p) {
-                out.push(x);
-                break;
-            }
-        }
+        out.extend(smallest_single_gpu(page, usable, try_page));
     }
-    let no_fit = out.is_empty().then_some(if now.weights_bytes > usable {
-        NoFit::WeightsAlone {
-            weights_bytes: now.weights_bytes,
-            usable_bytes: usable,
-        }
-    } else {
-        NoFit::NothingTried
-    });
+    let no_fit = out
+        .is_empty()
+        .then(|| no_fit_reason(now.weights_bytes, usable));
     Advice {
         suggestions: out,
         no_fit,
@@ -401,40 +415,23 @@ fn advise_serve(spec: &ModelSpec, page: &PageScenario) -> Advice {
     }
     if vllm {
         let tp = page.infer.serving.tensor_parallel_size.max(1);
-        for gpus in [2u64, 4, 8] {
-            if gpus <= tp {
-                continue;
-            }
-            let before = out.len();
-            let mut p = page.clone();
-            p.infer.serving.tensor_parallel_size = gpus;
-            out.extend(try_page(Change::TensorParallel { gpus }, p));
-            if out.len() > before {
-                break;
-            }
-        }
+        out.extend(
+            [2u64, 4, 8]
+                .into_iter()
+                .filter(|&g| g > tp)
+                .find_map(|gpus| {
+                    let mut p = page.clone();
+                    p.infer.serving.tensor_parallel_size = gpus;
+                    try_page(Change::TensorParallel { gpus }, p)
+                }),
+        );
     }
     if page.infer.serving.tensor_parallel_size <= 1 {
-        for g in nvidia_by_size() {
-            if g.usable_bytes <= usable {
-                continue;
-            }
-            let mut p = page.clone();
-            p.gpu = GpuChoice::Catalog(g.id);
-            if let Some(x) = try_page(Change::SingleGpu { id: g.id }, p) {
-                out.push(x);
-                break;
-            }
-        }
+        out.extend(smallest_single_gpu(page, usable, try_page));
     }
-    let no_fit = out.is_empty().then_some(if now.weights_bytes > usable {
-        NoFit::WeightsAlone {
-            weights_bytes: now.weights_bytes,
-            usable_bytes: usable,
-        }
-    } else {
-        NoFit::NothingTried
-    });
+    let no_fit = out
+        .is_empty()
+        .then(|| no_fit_reason(now.weights_bytes, usable));
     Advice {
         suggestions: out,
         no_fit,

@@ -27,20 +27,6 @@ fn placement_key(k: PlacementKind) -> String {
         .unwrap_or_default()
 }
 
-/// Copies `text` to the clipboard (where the browser allows it).
-fn copy_text(text: &str) {
-    use wasm_bindgen::JsCast;
-    let Some(w) = web_sys::window() else { return };
-    let clipboard = js_sys::Reflect::get(&w.navigator(), &"clipboard".into()).ok();
-    if let Some(cb) = clipboard.filter(|c| !c.is_undefined()) {
-        if let Ok(f) = js_sys::Reflect::get(&cb, &"writeText".into()) {
-            if let Ok(f) = f.dyn_into::<js_sys::Function>() {
-                let _ = f.call1(&cb, &text.into());
-            }
-        }
-    }
-}
-
 /// A block of lines with a copy button.
 fn copy_block(
     state: AppState,
@@ -51,7 +37,7 @@ fn copy_block(
     let (copied, set_copied) = signal(false);
     let text = lines.join("\n");
     let on_copy = move |_| {
-        copy_text(&text);
+        crate::chart_view::copy_text(&text);
         set_copied.set(true);
         set_timeout(move || set_copied.set(false), Duration::from_millis(1500));
     };

@@ -914,7 +914,7 @@ fn ShareExport(results: Memo<Option<PageResults>>) -> impl IntoView {
             .next()
             .unwrap_or_default()
             .to_string();
-        copy_text(&format!("{base}{}", share_query(state)));
+        crate::chart_view::copy_text(&format!("{base}{}", share_query(state)));
         set_copied.set(true);
     };
     // The model name for exports and file names, and the Hub id for launch lines.
@@ -1042,7 +1042,7 @@ fn LaunchCard() -> impl IntoView {
                             <div class="launch-block">
                                 <div class="launch-head">
                                     <span>{b.title.clone()}</span>
-                                    <button type="button" class="secondary small" on:click=move |_| copy_text(&text)>{copy}</button>
+                                    <button type="button" class="secondary small" on:click=move |_| crate::chart_view::copy_text(&text)>{copy}</button>
                                 </div>
                                 <pre class="launch-lines" data-testid="launch-line" data-language=b.language><code>{b.text.clone()}</code></pre>
                             </div>
@@ -1053,18 +1053,3 @@ fn LaunchCard() -> impl IntoView {
         })
     }
 }
-
-/// Puts text on the clipboard (when the browser allows it).
-fn copy_text(text: &str) {
-    let Some(w) = web_sys::window() else { return };
-    let clipboard = js_sys::Reflect::get(&w.navigator(), &"clipboard".into()).ok();
-    if let Some(cb) = clipboard.filter(|c| !c.is_undefined()) {
-        if let Ok(f) = js_sys::Reflect::get(&cb, &"writeText".into()) {
-            if let Ok(f) = f.dyn_into::<js_sys::Function>() {
-                let _ = f.call1(&cb, &text.into());
-            }
-        }
-    }
-}
-
-use wasm_bindgen::JsCast;
