@@ -429,6 +429,8 @@ pub fn component(lang: Lang, key: &str) -> String {
         ("optimizer_temp", true) => "优化器临时张量",
         ("activations", false) => "Activations",
         ("activations", true) => "激活",
+        ("autocast_weight_copies", false) => "Autocast weight copies",
+        ("autocast_weight_copies", true) => "autocast 权重副本",
         ("buffers", false) => "Communication buffers",
         ("buffers", true) => "通信缓冲",
         ("kv_cache", false) => "KV cache",

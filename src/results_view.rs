@@ -56,7 +56,7 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
             let cells = row
                 .cells
                 .iter()
-                .map(|c| view! { <td class="num">{if *c == 0 { "—".to_string() } else { b(*c) }}</td> })
+                .map(|c| view! { <td class="num" data-bytes=c.to_string()>{if *c == 0 { "—".to_string() } else { b(*c) }}</td> })
                 .collect_view();
             let terms = row.terms.clone();
             let has_terms = !terms.is_empty();

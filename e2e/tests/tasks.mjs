@@ -99,6 +99,28 @@ test('train: Llama-2-7B with ZeRO-3 on 8 GPUs and the optimizer offloaded shows 
   assertEq(await page.evaluate(() => document.querySelectorAll('.gpu-bar-row').length), 8, 'one bar per GPU');
 });
 
+test('train: autocast weight copies of Llama-3.1-8B are their own breakdown row, with the figures of vram estimate', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+  await chooseTask(page, 'train');
+  const cli = cliEstimate('meta-llama__Llama-3.1-8B', ['--train']);
+  await waitVerdictTotal(page, cli.train.device_bytes);
+  const cellsOf = (key) => page.evaluate((k) => [...document.querySelectorAll(`[data-testid="train-row-${k}"] td`)].map((td) => Number(td.dataset.bytes)), key);
+  const component = (phase, key) => Object.fromEntries(cli.train.phases.find((p) => p.name === phase).components)[key] ?? 0;
+  const names = cli.train.phases.map((p) => p.name);
+  const copies = await cellsOf('autocast_weight_copies');
+  const acts = await cellsOf('activations');
+  assertEq(copies.length, names.length, 'one cell per phase');
+  names.forEach((n, i) => {
+    assertEq(copies[i], component(n, 'autocast_weight_copies'), `${n}: autocast weight copies`);
+    assertEq(acts[i], component(n, 'activations'), `${n}: activations without the copies`);
+  });
+  // 7,504,658,432 matmul weights × 2 B live at the forward peak (docs/formulas/training.md)
+  assertEq(copies[names.indexOf('forward')], 15009316864, 'forward: every bf16 weight copy');
+  const label = await page.textContent('[data-testid="train-row-autocast_weight_copies"] th');
+  assert(/Autocast weight copies/.test(label), 'row label: ' + label);
+});
+
 for (const [width, height] of [[1440, 900], [390, 844]]) {
   test(`the verdict is on the first screen at ${width}×${height} for every task`, async ({ browser }) => {
     const context = await browser.newContext({ viewport: { width, height } });

@@ -251,3 +251,93 @@ fn cpu_counting_keeps_dtype_sized_dropout_masks_where_cuda_keeps_bool_masks() {
     // and the default estimate is the CUDA one
     assert_eq!(estimate_training(&g, &s, &o).unwrap(), cuda);
 }
+
+/// Bytes of one phase's component, 0 when the phase does not list it.
+fn component(e: &vram_core::train::TrainEstimate, phase: &str, key: &str) -> u64 {
+    e.phases
+        .iter()
+        .find(|p| p.name == phase)
+        .and_then(|p| p.components.iter().find(|(k, _)| k == key))
+        .map_or(0, |(_, b)| *b)
+}
+
+#[test]
+fn autocast_weight_copies_are_a_component_of_their_own_at_each_peak() {
+    // Llama-3.1-8B, fp32 weights under bf16 autocast: every matmul weight gets a bf16 copy
+    // (`cached_cast`), saved for its input's gradient. Per layer q 4096², k and v 1024 × 4096,
+    // o 4096², gate/up/down 3 × 4096 × 14,336 = 218,103,808 elements; 32 layers and the head
+    // (128,256 × 4096 = 525,336,576): 7,504,658,432 elements × 2 B.
+    let copies = 7_504_658_432 * 2;
+    let s8b = spec("meta-llama__Llama-3.1-8B");
+    let mixed = Scenario {
+        batch: 1,
+        seq_len: 2048,
+        ..Scenario::default()
+    };
+    let e = estimate_training(&s8b, &mixed, &DeviceOverheads::default()).unwrap();
+    assert_eq!(component(&e, "forward", "autocast_weight_copies"), copies);
+    // the backward peak is the cross-entropy backward, before any layer released its copies
+    assert_eq!(component(&e, "backward", "autocast_weight_copies"), copies);
+    assert_eq!(component(&e, "optimizer", "autocast_weight_copies"), 0);
+    // With checkpointing the layers save nothing, but autocast's cache keeps every copy until
+    // it exits after the loss: all of them at the forward peak; none at the backward peak,
+    // which comes at its end, when every gradient exists.
+    let gc = Scenario {
+        grad_checkpointing: true,
+        ..mixed.clone()
+    };
+    let e = estimate_training(&s8b, &gc, &DeviceOverheads::default()).unwrap();
+    assert_eq!(component(&e, "forward", "autocast_weight_copies"), copies);
+    assert_eq!(component(&e, "backward", "autocast_weight_copies"), 0);
+    // Pure bf16 has no autocast, so no such component.
+    let e = estimate_training(&s8b, &pure_bf16(), &DeviceOverheads::default()).unwrap();
+    assert!(e.phases.iter().all(|p| p
+        .components
+        .iter()
+        .all(|(k, _)| k != "autocast_weight_copies")));
+}
+
+#[test]
+fn forward_and_backward_components_add_up_to_the_phase_peak() {
+    // What is live at each peak, by component: nothing is left for "overhead" to absorb.
+    for id in [
+        "meta-llama__Llama-3.1-8B",
+        "Qwen__Qwen3-30B-A3B",
+        "google__gemma-2-2b",
+        "openai-community__gpt2",
+    ] {
+        let sp = spec(id);
+        for gc in [false, true] {
+            for lora in [None, Some(16)] {
+                let s = Scenario {
+                    batch: 2,
+                    seq_len: 512,
+                    grad_checkpointing: gc,
+                    lora: lora.map(|r| Lora {
+                        r,
+                        alpha: 2 * r,
+                        targets: LoraTargets::AllLinear,
+                        base_quant: BaseQuant::None,
+                    }),
+                    ..Scenario::default()
+                };
+                let e = estimate_training(&sp, &s, &DeviceOverheads::default()).unwrap();
+                let buffers = component(&e, "load", "buffers");
+                for p in e
+                    .phases
+                    .iter()
+                    .filter(|p| p.name.starts_with("forward") || p.name.starts_with("backward"))
+                {
+                    let sum: u64 = p.components.iter().map(|(_, b)| *b).sum();
+                    let with_buffers = sum + buffers;
+                    assert!(
+                        with_buffers.abs_diff(p.peak_allocated_bytes) <= 16 * 1024,
+                        "{id} gc={gc} lora={lora:?} {}: components {with_buffers} vs peak {}",
+                        p.name,
+                        p.peak_allocated_bytes
+                    );
+                }
+            }
+        }
+    }
+}

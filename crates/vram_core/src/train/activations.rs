@@ -39,6 +39,10 @@ pub struct LayerAct {
     pub saved_bytes: u64,
     /// Of which saved by the attention half (norm, projections, attention, residual).
     pub attn_saved_bytes: u64,
+    /// Of `saved_bytes`, the autocast weight copies the layer saved (0 without autocast).
+    pub autocast_saved_bytes: u64,
+    /// Of `attn_saved_bytes`, the autocast weight copies the attention half saved.
+    pub attn_autocast_saved_bytes: u64,
     /// Bytes of the layer input (what gradient checkpointing keeps).
     pub input_bytes: u64,
     /// Largest gradient temporaries of the MLP backward beyond what is still saved.
@@ -68,8 +72,17 @@ pub struct ActivationProfile {
     pub log_softmax_bytes: u64,
     /// Low-precision weight copies made by autocast (saved for backward, or cached during forward).
     pub autocast_copy_bytes: u64,
+    /// Of the bytes live when forward ends, the autocast weight copies autograd saved (what
+    /// survives the cache release when autocast exits): the layers' (none inside checkpointed
+    /// layers) and the head's.
+    pub autocast_saved_end_bytes: u64,
+    /// Of `head_saved_bytes`, the head's autocast weight copy.
+    pub head_autocast_saved_bytes: u64,
     /// Peak above the persistent bytes during forward (incl. the loss).
     pub forward_peak_bytes: u64,
+    /// Of `forward_peak_bytes`, the autocast weight copies live then (saved ones, and the cache's
+    /// until autocast exits: with checkpointing, every trainable weight's copy).
+    pub autocast_copies_at_forward_peak_bytes: u64,
     /// Bytes left for backward when forward ends (saved tensors, logits held).
     pub forward_end_bytes: u64,
     /// Bytes of the activation gradient flowing between layers.
@@ -131,6 +144,9 @@ struct Walk<'a> {
     /// the full walk).
     replay: bool,
     autocast_copy_bytes: u64,
+    /// Bytes of autocast weight copies that autograd saved so far (walked layers only; replayed
+    /// layers carry theirs in their [`LayerAct`]).
+    autocast_saved_bytes: u64,
     /// CPU allocation semantics (`super::Counting::CpuExact`): dtype-sized dropout masks, SDPA
     /// with dropout through the math path.
     cpu: bool,
@@ -229,12 +245,14 @@ impl<'a> Walk<'a> {
                 sim.save(xin);
             }
         } else if self.autocast {
-            let w = sim.alloc(weight_elems, self.c, l.trainable);
+            let w = sim.alloc_copy(weight_elems, self.c, l.trainable);
             self.autocast_copy_bytes = self
                 .autocast_copy_bytes
                 .saturating_add(weight_elems.saturating_mul(self.c));
             if x.rg {
-                sim.save(w);
+                self.autocast_saved_bytes = self
+                    .autocast_saved_bytes
+                    .saturating_add(sim.save_counting(w));
             }
             if l.trainable {
                 self.cache.push(w);
@@ -272,12 +290,14 @@ impl<'a> Walk<'a> {
                 (r.saturating_mul(l.in_f), x.rg),
                 (r.saturating_mul(l.out_f), true),
             ] {
-                let w = sim.alloc(elems, self.c, true);
+                let w = sim.alloc_copy(elems, self.c, true);
                 self.autocast_copy_bytes = self
                     .autocast_copy_bytes
                     .saturating_add(elems.saturating_mul(self.c));
                 if saved {
-                    sim.save(w);
+                    self.autocast_saved_bytes = self
+                        .autocast_saved_bytes
+                        .saturating_add(sim.save_counting(w));
                 }
                 self.cache.push(w);
             }
@@ -786,10 +806,12 @@ impl<'a> Walk<'a> {
                     .filter(|t| t.component == Component::Experts)
                     .map(|t| t.numel())
                     .sum();
-                let w = sim.alloc(expert_elems, ce, false);
+                let w = sim.alloc_copy(expert_elems, ce, false);
                 self.autocast_copy_bytes += expert_elems * ce;
                 if rg {
-                    sim.save(w);
+                    self.autocast_saved_bytes = self
+                        .autocast_saved_bytes
+                        .saturating_add(sim.save_counting(w));
                 }
                 sim.drop(w);
             }
@@ -816,8 +838,9 @@ impl<'a> Walk<'a> {
         let t = self.t;
         let h = self.spec.hidden_size;
         let before = sim.saved_bytes();
+        let copies_before = self.autocast_saved_bytes;
         let input_bytes = sim.elems(x).saturating_mul(sim.elem(x));
-        let (out, attn_bwd, mlp_bwd, max_w, attn_saved);
+        let (out, attn_bwd, mlp_bwd, max_w, attn_saved, attn_copies);
         match self.layout {
             Layout::PostLn => {
                 let (a, ab, w1) = self.attention_block(sim, x, i);
@@ -827,6 +850,7 @@ impl<'a> Walk<'a> {
                 let h1 = self.norm(sim, s1, t * h, t);
                 sim.drop(s1);
                 attn_saved = sim.saved_bytes() - before;
+                attn_copies = self.autocast_saved_bytes - copies_before;
                 let (m, mb, w2) = self.mlp_block(sim, h1, i);
                 let s2 = self.add(sim, m, h1);
                 sim.drop(m);
@@ -839,6 +863,7 @@ impl<'a> Walk<'a> {
                 let n1 = self.norm(sim, x, t * h, t);
                 let (a, ab, w1) = self.attention_block(sim, n1, i);
                 attn_saved = sim.saved_bytes() - before;
+                attn_copies = self.autocast_saved_bytes - copies_before;
                 let (m, mb, w2) = self.mlp_block(sim, n1, i);
                 sim.drop(n1);
                 let s1 = self.add(sim, a, m);
@@ -868,6 +893,7 @@ impl<'a> Walk<'a> {
                 sim.drop(a);
                 sim.drop(x);
                 attn_saved = sim.saved_bytes() - before;
+                attn_copies = self.autocast_saved_bytes - copies_before;
                 let n2 = if pre {
                     self.norm(sim, h1, t * h, t)
                 } else {
@@ -916,6 +942,8 @@ impl<'a> Walk<'a> {
         let act = LayerAct {
             saved_bytes: sim.saved_bytes() - before,
             attn_saved_bytes: attn_saved,
+            autocast_saved_bytes: self.autocast_saved_bytes - copies_before,
+            attn_autocast_saved_bytes: attn_copies,
             input_bytes,
             mlp_backward_transient_bytes: mlp_bwd.saturating_add(weight_transient),
             attn_backward_transient_bytes: attn_bwd.saturating_add(weight_transient),
@@ -1026,6 +1054,7 @@ fn profile_with(
         cache_free_bytes: 0,
         replay,
         autocast_copy_bytes: 0,
+        autocast_saved_bytes: 0,
         cpu: counting == super::Counting::CpuExact,
     };
     let lora_kind = lora_layer_kinds(&w);
@@ -1033,9 +1062,11 @@ fn profile_with(
     if scenario.grad_checkpointing {
         let gc = run(&mut w, true, &lora_kind);
         prof.forward_peak_bytes = gc.forward_peak_bytes;
+        prof.autocast_copies_at_forward_peak_bytes = gc.autocast_copies_at_forward_peak_bytes;
         prof.forward_end_bytes = gc.forward_end_bytes;
         prof.layers_kept_bytes = gc.layers_kept_bytes;
         prof.autocast_copy_bytes = gc.autocast_copy_bytes;
+        prof.autocast_saved_end_bytes = gc.autocast_saved_end_bytes;
         prof.checkpointing = true;
     }
     Ok(prof)
@@ -1048,6 +1079,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     w.cache.clear();
     w.cache_free_bytes = 0;
     w.autocast_copy_bytes = 0;
+    w.autocast_saved_bytes = 0;
     let t = w.t;
     let h = w.spec.hidden_size;
     let vocab = w.spec.vocab_size;
@@ -1193,8 +1225,10 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     }
     let grad_stream_bytes = t * h * sim.elem(x);
     let before_head = sim.saved_bytes();
+    let head_copies_before = w.autocast_saved_bytes;
     let mut head_saved = 0u64;
     let mut logits_handle = None;
+    let mut head_copies = 0u64;
     let (logits_bytes, logits_fp32_bytes, log_softmax_bytes);
     if w.spec.kind == ModelKind::DecoderOnly {
         let has_final = w.derived.has_final_norm;
@@ -1214,6 +1248,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         };
         let logits = w.linear(&mut sim, n, head, t);
         head_saved = sim.saved_bytes() - before_head;
+        head_copies = w.autocast_saved_bytes - head_copies_before;
         let l32 = sim.cast(logits, 4);
         let ls = sim.alloc(t * vocab, 4, true);
         sim.save(ls);
@@ -1242,17 +1277,27 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         log_softmax_bytes = 0;
     }
     let forward_peak = sim.peak_bytes();
+    let forward_peak_copies = sim.peak_copy_bytes();
     // autocast exits: the weight cache is released (copies saved for backward survive).
     for c in std::mem::take(&mut w.cache) {
         sim.drop(c);
     }
-    sim.release(std::mem::take(&mut w.cache_free_bytes));
+    sim.release_copies(std::mem::take(&mut w.cache_free_bytes));
     // `del out` (as HF Trainer's compute_loss): the logits die with the model output; only the loss
     // and what autograd saved live on.
     if let Some(l) = logits_handle {
         sim.drop(l);
     }
     let forward_end = sim.live_bytes();
+    // inside checkpointed layers nothing is saved (their copies were cached, then released)
+    let autocast_saved_end_bytes = if checkpointing {
+        head_copies
+    } else {
+        layers
+            .iter()
+            .map(|l| l.autocast_saved_bytes)
+            .fold(head_copies, u64::saturating_add)
+    };
     ActivationProfile {
         tokens: t,
         layers,
@@ -1262,7 +1307,10 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         logits_fp32_bytes,
         log_softmax_bytes,
         autocast_copy_bytes: w.autocast_copy_bytes,
+        autocast_saved_end_bytes,
+        head_autocast_saved_bytes: head_copies,
         forward_peak_bytes: forward_peak,
+        autocast_copies_at_forward_peak_bytes: forward_peak_copies,
         forward_end_bytes: forward_end,
         grad_stream_bytes,
         ce_backward_bytes: t * vocab * 4 * 2,

@@ -486,11 +486,13 @@ pub fn estimate_training_counting(
             "autocast_weight_copies",
             prof.autocast_copy_bytes,
             format!(
-                "low-precision copies of matmul weights × {} B = {} B (included above where saved)",
+                "low-precision copies of matmul weights × {} B = {} B made per forward; {} B live at the forward peak (autocast's cache holds trainable weights' copies until it exits after the loss, autograd keeps the ones it saved until their layer's backward), {} B when forward ends",
                 precision.compute_bytes,
-                g(prof.autocast_copy_bytes)
+                g(prof.autocast_copy_bytes),
+                g(prof.autocast_copies_at_forward_peak_bytes),
+                g(prof.autocast_saved_end_bytes)
             ),
-            "aten/src/ATen/autocast_mode.cpp cached_cast",
+            "aten/src/ATen/autocast_mode.cpp cached_cast; docs/formulas/training.md §Autocast weight copies",
         ));
     }
     if prof.logits_bytes > 0 {

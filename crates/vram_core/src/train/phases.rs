@@ -50,17 +50,48 @@ pub struct PhaseInputs {
 
 /// Backward peak above `base` (weights, buffers, states present), from the activation profile.
 pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start: u64) -> u64 {
+    backward_peak_parts(prof, inp, grads_at_start).bytes
+}
+
+/// The backward peak and what it is made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackwardPeak {
+    /// Peak above the weights, buffers and states.
+    pub bytes: u64,
+    /// Of it, the parameter gradients that exist at that moment.
+    pub gradients_bytes: u64,
+    /// Of it, the autocast weight copies still saved (by the layers not yet processed, by the
+    /// head before its backward) or re-made (by the recomputed layer).
+    pub autocast_copy_bytes: u64,
+}
+
+/// [`backward_peak`] with its parts.
+pub fn backward_peak_parts(
+    prof: &ActivationProfile,
+    inp: &PhaseInputs,
+    grads_at_start: u64,
+) -> BackwardPeak {
     let scale = |g: u64| g.saturating_mul(inp.grad_scale_num) / inp.grad_scale_den.max(1);
     let acts_total = prof.forward_end_bytes;
     // cross-entropy backward: nll_loss grad + log_softmax grad on top of everything saved.
     let mut peak = acts_total
         .saturating_add(prof.ce_backward_bytes)
         .saturating_add(grads_at_start);
+    let mut at_peak = (grads_at_start, prof.autocast_saved_end_bytes);
+    let mut consider = |bytes: u64, grads: u64, copies: u64| {
+        if bytes > peak {
+            peak = bytes;
+            at_peak = (grads, copies);
+        }
+    };
     // after the head: its saved tensors and the log-softmax are released, the head grad exists.
     let after_head = acts_total
         .saturating_sub(prof.log_softmax_bytes)
         .saturating_sub(prof.labels_saved_bytes)
         .saturating_sub(prof.head_saved_bytes);
+    let mut copies_below = prof
+        .autocast_saved_end_bytes
+        .saturating_sub(prof.head_autocast_saved_bytes);
     let head_grad = if grads_at_start > 0 {
         0
     } else {
@@ -76,10 +107,10 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
         let run = rest.iter().rev().take_while(|x| *x == l).count();
         rest = &rest[..rest.len() - run];
         let run = run as u64;
-        let kept = if prof.checkpointing {
-            l.input_bytes
+        let (kept, kept_copies) = if prof.checkpointing {
+            (l.input_bytes, 0)
         } else {
-            l.saved_bytes
+            (l.saved_bytes, l.autocast_saved_bytes)
         };
         let grad = if grads_at_start == 0 {
             scale(l.grad_bytes)
@@ -96,27 +127,51 @@ pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start
         } else {
             l.attn_saved_bytes
         };
-        let layer_peak = own
-            .saturating_add(l.mlp_backward_transient_bytes)
-            .max(attn_own.saturating_add(l.attn_backward_transient_bytes));
+        let mlp_peak = own.saturating_add(l.mlp_backward_transient_bytes);
+        let attn_peak = attn_own.saturating_add(l.attn_backward_transient_bytes);
+        let (layer_peak, layer_copies) = if mlp_peak >= attn_peak {
+            (mlp_peak, l.autocast_saved_bytes)
+        } else {
+            (attn_peak, l.attn_autocast_saved_bytes)
+        };
         let point = |j: u64| {
-            kept_below
+            let bytes = kept_below
                 .saturating_sub(kept.saturating_mul(j))
                 .saturating_add(layer_peak)
                 .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
-                .saturating_add(prof.grad_stream_bytes)
+                .saturating_add(prof.grad_stream_bytes);
+            let copies = copies_below
+                .saturating_sub(kept_copies.saturating_mul(j))
+                .saturating_add(layer_copies);
+            (
+                bytes,
+                grads_done.saturating_add(grad.saturating_mul(j)),
+                copies,
+            )
         };
-        peak = peak.max(point(1)).max(point(run));
+        let (first, first_grads, first_copies) = point(1);
+        consider(first, first_grads, first_copies);
+        let (last, last_grads, last_copies) = point(run);
+        consider(last, last_grads, last_copies);
         kept_below = kept_below.saturating_sub(kept.saturating_mul(run));
+        copies_below = copies_below.saturating_sub(kept_copies.saturating_mul(run));
         grads_done = grads_done.saturating_add(grad.saturating_mul(run));
     }
     // the embedding's backward comes last: what was saved before the first layer (embedding
     // dropout masks, rotary cos/sin) has been released by then.
+    let grads_end = inp
+        .gradients_bytes
+        .max(grads_done)
+        .saturating_add(inp.tied_embedding_grad_bytes);
     let end = kept_below
         .saturating_sub(prof.pre_saved_bytes)
-        .saturating_add(inp.gradients_bytes.max(grads_done))
-        .saturating_add(inp.tied_embedding_grad_bytes);
-    peak.max(end)
+        .saturating_add(grads_end);
+    consider(end, grads_end, copies_below);
+    BackwardPeak {
+        bytes: peak,
+        gradients_bytes: at_peak.0.min(peak),
+        autocast_copy_bytes: at_peak.1.min(peak.saturating_sub(at_peak.0)),
+    }
 }
 
 /// Bytes left after backward beyond the persistent ones: the input ids the caller still holds.
@@ -135,7 +190,17 @@ pub struct PhaseFigure {
     /// Highest tensor bytes during the phase.
     pub peak_allocated_bytes: u64,
     /// What is live at the peak, by component key (`""` marks an unused slot).
-    pub components: [(&'static str, u64); 4],
+    pub components: [(&'static str, u64); 5],
+}
+
+/// The autocast weight copies as a component of their own (unnamed, so left out, when there are
+/// none: without `torch.autocast` over fp32 weights).
+fn copies_component(bytes: u64) -> (&'static str, u64) {
+    if bytes > 0 {
+        ("autocast_weight_copies", bytes)
+    } else {
+        ("", 0)
+    }
 }
 
 /// The seven phases' figures.
@@ -153,6 +218,7 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
             ("weights", inp.weights_bytes),
             ("buffers", inp.buffers_bytes),
             ("optimizer", load_states),
+            ("", 0),
             ("", 0),
         ],
     };
@@ -182,10 +248,31 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
                 ("weights", inp.weights_bytes),
                 ("optimizer", states),
                 ("gradients", grads_live),
-                ("activations", prof.forward_end_bytes),
+                (
+                    "activations",
+                    prof.forward_peak_bytes
+                        .saturating_sub(prof.autocast_copies_at_forward_peak_bytes),
+                ),
+                copies_component(
+                    prof.autocast_copies_at_forward_peak_bytes
+                        .min(prof.forward_peak_bytes),
+                ),
             ],
         };
-        let bwd_peak = w + states + backward_peak(prof, inp, grads_live);
+        let bwd = backward_peak_parts(prof, inp, grads_live);
+        let bwd_peak = w + states + bwd.bytes;
+        let bwd_ends_higher = w + states + g + extra > bwd_peak;
+        // what is live at the phase's peak: mid-backward only the gradients done so far exist
+        let (bwd_grads, bwd_copies, bwd_acts) = if bwd_ends_higher {
+            (g, 0, extra)
+        } else {
+            let rest = bwd.bytes.saturating_sub(bwd.gradients_bytes);
+            (
+                bwd.gradients_bytes,
+                bwd.autocast_copy_bytes,
+                rest - bwd.autocast_copy_bytes,
+            )
+        };
         out[at + 1] = PhaseFigure {
             name: names[1],
             allocated_bytes: w + states + g + extra,
@@ -193,8 +280,9 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
             components: [
                 ("weights", inp.weights_bytes),
                 ("optimizer", states),
-                ("gradients", g),
-                ("activations", bwd_peak.saturating_sub(w + states + g)),
+                ("gradients", bwd_grads),
+                ("activations", bwd_acts),
+                copies_component(bwd_copies),
             ],
         };
         let opt_start = w + g + extra + states;
@@ -211,6 +299,7 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
                 ("gradients", g),
                 ("optimizer", s),
                 ("optimizer_temp", inp.optimizer_temp_bytes),
+                ("", 0),
             ],
         };
     }
@@ -298,6 +387,8 @@ mod tests {
         let layer = |saved: u64, grad: u64, mlp: u64| LayerAct {
             saved_bytes: saved,
             attn_saved_bytes: saved / 3,
+            autocast_saved_bytes: saved / 4,
+            attn_autocast_saved_bytes: saved / 12,
             input_bytes: 100,
             mlp_backward_transient_bytes: mlp,
             attn_backward_transient_bytes: mlp / 2,

@@ -21,6 +21,8 @@ struct Slot {
     refs: u32,
     saved: bool,
     freed: bool,
+    /// An autocast weight copy (tracked apart, so a phase's peak can say how much of it they are).
+    copy: bool,
 }
 
 /// The simulator.
@@ -30,6 +32,10 @@ pub struct Sim {
     live: u64,
     peak: u64,
     saved: u64,
+    /// Of `live`, autocast weight copies.
+    live_copy: u64,
+    /// Of `peak`, the autocast weight copies live when it was reached.
+    peak_copy: u64,
     /// Non-reentrant gradient checkpointing: saves inside a checkpointed region are dropped.
     pub discard_saves: bool,
 }
@@ -48,6 +54,8 @@ pub struct Mark {
     live: u64,
     peak: u64,
     saved: u64,
+    live_copy: u64,
+    peak_copy: u64,
 }
 
 /// What walking a stretch of ops did, relative to its start: replayed by [`Sim::replay`].
@@ -61,6 +69,10 @@ pub struct Effect {
     saved_delta: u64,
     /// The output's state at the end.
     output: SlotState,
+    /// Live autocast weight copies at the end minus at the start.
+    copy_delta: i128,
+    /// Live autocast weight copies at the stretch's peak minus at its start.
+    copy_at_peak_above_start: i128,
 }
 
 impl Effect {
@@ -88,6 +100,7 @@ impl Sim {
                 refs: 0,
                 saved: false,
                 freed: true,
+                copy: false,
             }),
             rg: v.rg,
         }
@@ -100,8 +113,11 @@ impl Sim {
             live: self.live,
             peak: self.peak,
             saved: self.saved,
+            live_copy: self.live_copy,
+            peak_copy: self.peak_copy,
         };
         self.peak = self.live;
+        self.peak_copy = self.live_copy;
         m
     }
 
@@ -112,8 +128,13 @@ impl Sim {
             peak_above_start: self.peak.saturating_sub(mark.live),
             saved_delta: self.saved.saturating_sub(mark.saved),
             output: self.state(output),
+            copy_delta: i128::from(self.live_copy) - i128::from(mark.live_copy),
+            copy_at_peak_above_start: i128::from(self.peak_copy) - i128::from(mark.live_copy),
         };
-        self.peak = self.peak.max(mark.peak);
+        if mark.peak > self.peak {
+            self.peak = mark.peak;
+            self.peak_copy = mark.peak_copy;
+        }
         e
     }
 
@@ -121,9 +142,14 @@ impl Sim {
     /// consumes, as the original stretch consumed its input); returns the output.
     pub fn replay(&mut self, input: V, effect: &Effect) -> V {
         let start = self.live;
-        self.peak = self.peak.max(start.saturating_add(effect.peak_above_start));
+        let copy_start = i128::from(self.live_copy);
+        self.reach(
+            start.saturating_add(effect.peak_above_start),
+            copy_start + effect.copy_at_peak_above_start,
+        );
         let end = i128::from(start) + effect.live_delta;
         self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
+        self.live_copy = to_u64(copy_start + effect.copy_delta);
         self.saved = self.saved.saturating_add(effect.saved_delta);
         if let Some(s) = self.slots.get_mut(input.id) {
             *s = effect.output.slot;
@@ -143,14 +169,21 @@ impl Sim {
             return input;
         }
         let start = i128::from(self.live);
+        let copy_start = i128::from(self.live_copy);
         let n = i128::from(times);
         let last_start = start + (n - 1) * effect.live_delta;
-        let highest = u64::try_from(start.max(last_start).max(0)).unwrap_or(u64::MAX);
-        self.peak = self
-            .peak
-            .max(highest.saturating_add(effect.peak_above_start));
+        let (highest, copies_then) = if last_start > start {
+            (last_start, copy_start + (n - 1) * effect.copy_delta)
+        } else {
+            (start, copy_start)
+        };
+        self.reach(
+            to_u64(highest).saturating_add(effect.peak_above_start),
+            copies_then + effect.copy_at_peak_above_start,
+        );
         let end = start + n * effect.live_delta;
         self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
+        self.live_copy = to_u64(copy_start + n * effect.copy_delta);
         self.saved = self
             .saved
             .saturating_add(effect.saved_delta.saturating_mul(times));
@@ -171,13 +204,32 @@ impl Sim {
         }
     }
 
-    /// Frees `bytes` of storages that are not tracked one by one (replayed cache entries).
-    pub fn release(&mut self, bytes: u64) {
+    /// Frees `bytes` of autocast weight copies that are not tracked one by one (the cache
+    /// entries of replayed layers).
+    pub fn release_copies(&mut self, bytes: u64) {
         self.live = self.live.saturating_sub(bytes);
+        self.live_copy = self.live_copy.saturating_sub(bytes);
+    }
+
+    /// A new peak candidate: `bytes` live, of which `copies` autocast weight copies.
+    fn reach(&mut self, bytes: u64, copies: i128) {
+        if bytes > self.peak {
+            self.peak = bytes;
+            self.peak_copy = to_u64(copies).min(bytes);
+        }
     }
 
     /// A new storage of `elems` elements of `elem_bytes` bytes, referenced by one local.
     pub fn alloc(&mut self, elems: u64, elem_bytes: u64, rg: bool) -> V {
+        self.alloc_tagged(elems, elem_bytes, rg, false)
+    }
+
+    /// [`Sim::alloc`] of an autocast weight copy (`cached_cast`'s low-precision weight).
+    pub fn alloc_copy(&mut self, elems: u64, elem_bytes: u64, rg: bool) -> V {
+        self.alloc_tagged(elems, elem_bytes, rg, true)
+    }
+
+    fn alloc_tagged(&mut self, elems: u64, elem_bytes: u64, rg: bool, copy: bool) -> V {
         let bytes = elems.saturating_mul(elem_bytes);
         self.slots.push(Slot {
             elems,
@@ -185,9 +237,16 @@ impl Sim {
             refs: 1,
             saved: false,
             freed: false,
+            copy,
         });
         self.live = self.live.saturating_add(bytes);
-        self.peak = self.peak.max(self.live);
+        if copy {
+            self.live_copy = self.live_copy.saturating_add(bytes);
+        }
+        if self.live > self.peak {
+            self.peak = self.live;
+            self.peak_copy = self.live_copy;
+        }
         V {
             id: self.slots.len() - 1,
             rg,
@@ -212,16 +271,23 @@ impl Sim {
 
     /// An autograd node saves `v` for backward.
     pub fn save(&mut self, v: V) {
+        self.save_counting(v);
+    }
+
+    /// [`Sim::save`], returning the bytes this save kept alive (0 when the storage was saved
+    /// already, or when saves are discarded inside a checkpointed region).
+    pub fn save_counting(&mut self, v: V) -> u64 {
         if self.discard_saves {
-            return;
+            return 0;
         }
-        if let Some(s) = self.slots.get_mut(v.id) {
-            if !s.saved && !s.freed {
+        match self.slots.get_mut(v.id) {
+            Some(s) if !s.saved && !s.freed => {
                 s.saved = true;
-                self.saved = self
-                    .saved
-                    .saturating_add(s.elems.saturating_mul(s.elem_bytes));
+                let bytes = s.elems.saturating_mul(s.elem_bytes);
+                self.saved = self.saved.saturating_add(bytes);
+                bytes
             }
+            _ => 0,
         }
     }
 
@@ -241,6 +307,9 @@ impl Sim {
             if s.refs == 0 && !s.saved && !s.freed {
                 s.freed = true;
                 self.live = self.live.saturating_sub(bytes);
+                if s.copy {
+                    self.live_copy = self.live_copy.saturating_sub(bytes);
+                }
             }
         }
     }
@@ -265,9 +334,15 @@ impl Sim {
         self.peak
     }
 
+    /// Of [`Sim::peak_bytes`], the autocast weight copies live when the peak was reached.
+    pub fn peak_copy_bytes(&self) -> u64 {
+        self.peak_copy
+    }
+
     /// Resets the peak to the current live bytes (per-phase peaks).
     pub fn reset_peak(&mut self) {
         self.peak = self.live;
+        self.peak_copy = self.live_copy;
     }
 
     /// Bytes saved for backward so far.
@@ -277,8 +352,13 @@ impl Sim {
 
     /// Adds a transient of `bytes` on top of what is live (a kernel's scratch), for the peak only.
     pub fn transient(&mut self, bytes: u64) {
-        self.peak = self.peak.max(self.live.saturating_add(bytes));
+        self.reach(self.live.saturating_add(bytes), i128::from(self.live_copy));
     }
+}
+
+/// A byte count from the signed arithmetic of effects (negative means none left).
+fn to_u64(v: i128) -> u64 {
+    u64::try_from(v.max(0)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
