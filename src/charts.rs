@@ -108,13 +108,43 @@ fn font(size: u32, colour: RGBColor) -> TextStyle<'static> {
     ("sans-serif", size).into_font().color(&colour)
 }
 
-/// Width in pixels of `text` at `size` (the backend's estimate: measured on a canvas, approximate
-/// for SVG).
+/// Width in pixels of `text` at `size`: in the browser measured with a canvas's `measureText` (the
+/// font the canvas backend draws with), elsewhere the backend's estimate. Plotters' own estimate
+/// measures a DOM element's `offsetWidth`, which forces a layout of the page per call: 19 ms per
+/// input in the page's profile (docs/performance.md), `measureText` none.
 fn text_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, size: u32) -> i32 {
+    if let Some(w) = canvas_text_width(text, size) {
+        return w.ceil() as i32;
+    }
     let style: TextStyle = ("sans-serif", size).into_font().into();
     area.estimate_text_size(text, &style)
         .map(|(w, _)| w as i32)
         .unwrap_or_else(|_| (text.chars().count() as f64 * size as f64 * 0.6) as i32)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn canvas_text_width(text: &str, size: u32) -> Option<f64> {
+    use wasm_bindgen::JsCast;
+    thread_local! {
+        /// A detached canvas's 2D context, kept for measuring (never drawn, never in the DOM).
+        static MEASURE: Option<web_sys::CanvasRenderingContext2d> = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.create_element("canvas").ok())
+            .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+            .and_then(|c| c.get_context("2d").ok().flatten())
+            .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok());
+    }
+    MEASURE.with(|ctx| {
+        let ctx = ctx.as_ref()?;
+        // the font string plotters-canvas sets before `fillText` ("normal {size}px sans-serif")
+        ctx.set_font(&format!("normal {size}px sans-serif"));
+        ctx.measure_text(text).ok().map(|m| m.width())
+    })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn canvas_text_width(_text: &str, _size: u32) -> Option<f64> {
+    None
 }
 
 /// `text`, cut with an ellipsis to at most `max_w` pixels.
