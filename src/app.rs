@@ -12,6 +12,8 @@ use crate::state::AppState;
 use leptos::prelude::*;
 
 const LANG_KEY: &str = "vram.lang";
+/// How long the inputs rest before the address bar's share link is rewritten.
+const URL_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
@@ -41,19 +43,27 @@ pub fn App() -> impl IntoView {
     provide_context(state);
     restore_from_url(state);
     let dragging = install_page_drop(state);
-    // Keep the URL equal to the view, so the address bar is always a share link.
+    // Keep the URL equal to the view, so the address bar is always a share link. Written once the
+    // inputs rest for a moment (URL_DELAY), in a task of its own: building the link and
+    // `history.replaceState` take a few ms that nothing on screen waits for, and typing or a held
+    // stepper would otherwise pay them on every change.
+    let url_generation = std::rc::Rc::new(std::cell::Cell::new(0u64));
     Effect::new(move |_| {
         state.page.track();
         state.lang.track();
         state.model.track();
-        if state.model.with(|m| m.is_none()) {
+        if state.model.with_untracked(|m| m.is_none()) {
             return;
         }
-        let query = share_query(state);
-        // In a task of its own: `history.replaceState` is slow (a few ms) and nothing on screen
-        // waits for it.
+        let mine = url_generation.get() + 1;
+        url_generation.set(mine);
+        let url_generation = url_generation.clone();
         leptos::leptos_dom::helpers::set_timeout(
             move || {
+                if url_generation.get() != mine {
+                    return;
+                }
+                let query = share_query(state);
                 if let Some(w) = web_sys::window() {
                     if let Ok(h) = w.history() {
                         let _ = h.replace_state_with_url(
@@ -64,7 +74,7 @@ pub fn App() -> impl IntoView {
                     }
                 }
             },
-            std::time::Duration::ZERO,
+            URL_DELAY,
         );
     });
     Effect::new(move |_| {

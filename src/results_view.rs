@@ -36,34 +36,85 @@ fn mode_key(b: Budgeted) -> &'static str {
     }
 }
 
-fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl IntoView {
+/// What the card's DOM is built from: it is rebuilt only when this changes (another task, phase
+/// list or set of rows); the figures inside are text nodes bound to the result, updated in place on
+/// every input (a rebuild of the table was ≈ 2 ms of each input's `vram:shown`, docs/performance.md).
+#[derive(Clone, Debug, PartialEq)]
+struct CardShape {
+    budgeted: Budgeted,
+    phases: Vec<String>,
+    /// Row keys, and whether the row has terms to expand.
+    rows: Vec<(String, bool)>,
+    reserved: bool,
+    serving: bool,
+    notes: Vec<String>,
+}
+
+impl CardShape {
+    fn of(r: &ModeResult) -> Self {
+        CardShape {
+            budgeted: r.budgeted,
+            phases: r.breakdown.phases.clone(),
+            rows: r
+                .breakdown
+                .rows
+                .iter()
+                .map(|row| (row.key.clone(), !row.terms.is_empty()))
+                .collect(),
+            reserved: r.peak_reserved_bytes.is_some(),
+            serving: r.serving.is_some(),
+            notes: r.notes.clone(),
+        }
+    }
+}
+
+type ModeMemo = Memo<Option<Result<ModeResult, String>>>;
+
+/// Reads `f` of the current result (None while there is none or it is an error).
+fn read<T>(mode: ModeMemo, f: impl FnOnce(&ModeResult) -> T) -> Option<T> {
+    mode.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).map(f))
+}
+
+fn mode_card(
+    state: AppState,
+    shape: &CardShape,
+    mode: ModeMemo,
+    pending: Memo<bool>,
+) -> impl IntoView {
     let lang = state.lang.get();
     let t = lang.page();
-    let key = mode_key(r.budgeted);
-    let b = |x: u64| state.fmt_bytes(x);
-    let _ = vllm;
-    let bd = &r.breakdown;
-    let head = bd
+    let key = mode_key(shape.budgeted);
+    let bytes_text = move |x: Option<u64>| x.map_or_else(String::new, |x| state.fmt_bytes(x));
+    let head = shape
         .phases
         .iter()
         .map(|p| view! { <th scope="col" class="num" title=crate::i18n_page::phase_tip(lang, p)>{phase(lang, p)}</th> })
         .collect_view();
-    let ncols = bd.phases.len() + 1;
-    let rows = bd
+    let ncols = shape.phases.len() + 1;
+    let nphases = shape.phases.len();
+    let rows = shape
         .rows
         .iter()
-        .map(|row| {
-            let cells = row
-                .cells
-                .iter()
-                .map(|c| view! { <td class="num" data-bytes=c.to_string()>{if *c == 0 { "—".to_string() } else { b(*c) }}</td> })
+        .enumerate()
+        .map(|(ri, (row_key, has_terms))| {
+            let cell = move |j: usize| read(mode, |r| r.breakdown.rows.get(ri).and_then(|x| x.cells.get(j).copied()).unwrap_or(0)).unwrap_or(0);
+            let cells = (0..nphases)
+                .map(|j| {
+                    view! {
+                        <td class="num" data-bytes=move || cell(j).to_string()>
+                            {move || match cell(j) {
+                                0 => "—".to_string(),
+                                c => state.fmt_bytes(c),
+                            }}
+                        </td>
+                    }
+                })
                 .collect_view();
-            let terms = row.terms.clone();
-            let has_terms = !terms.is_empty();
+            let has_terms = *has_terms;
             let (open, set_open) = signal(false);
-            let label = component(lang, &row.key);
-            let row_key = row.key.clone();
-            let row_key2 = row.key.clone();
+            let label = component(lang, row_key);
+            let row_key = row_key.clone();
+            let row_key2 = row_key.clone();
             view! {
                 <tr data-testid=format!("{key}-row-{row_key}")>
                     <th scope="row">
@@ -89,6 +140,9 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
                 </tr>
                 {move || {
                     open.get().then(|| {
+                        let terms = read(mode, |r| r.breakdown.rows.get(ri).map(|x| x.terms.clone()))
+                            .flatten()
+                            .unwrap_or_default();
                         view! {
                             <tr class="term-row" data-testid=format!("{key}-terms-{}", row_key2)>
                                 <td colspan=ncols.to_string()>{terms_list(lang, &terms)}</td>
@@ -99,57 +153,65 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
             }
         })
         .collect_view();
-    let peaks = bd
-        .peaks
-        .iter()
-        .map(|c| view! { <td class="num">{b(*c)}</td> })
+    let peaks = (0..nphases)
+        .map(|j| view! { <td class="num">{move || bytes_text(read(mode, |r| r.breakdown.peaks.get(j).copied().unwrap_or(0)))}</td> })
         .collect_view();
-    let serving = r.serving.as_ref().map(|s| {
+    let serving = shape.serving.then(|| {
         view! {
             <p class="serving" data-testid="vllm-serving">
-                {t.kv_tokens} ": " <strong>{group_thousands(s.kv_tokens)}</strong> " · " {t.concurrency} ": "
-                <strong>{format!("{:.2}", s.max_concurrency)}</strong>
+                {t.kv_tokens} ": " <strong>{move || read(mode, |r| r.serving.as_ref().map(|s| group_thousands(s.kv_tokens))).flatten().unwrap_or_default()}</strong>
+                " · " {t.concurrency} ": "
+                <strong>{move || read(mode, |r| r.serving.as_ref().map(|s| format!("{:.2}", s.max_concurrency))).flatten().unwrap_or_default()}</strong>
             </p>
         }
     });
-    let notes = (!r.notes.is_empty()).then(|| {
+    let notes = (!shape.notes.is_empty()).then(|| {
         view! {
             <div class="notes">
                 <strong>{t.notes}</strong>
-                <ul>{r.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
+                <ul>{shape.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
             </div>
         }
     });
     // While the solvers run (a task after the headline's frame) the fits line says so.
-    let fit_value = |v: Option<u64>| {
-        if pending {
-            "…".to_string()
-        } else {
-            v.map_or_else(|| t.none_fits.to_string(), group_thousands)
+    let fit_value = move |f: fn(&ModeResult) -> Option<u64>| {
+        move || {
+            if pending.get() {
+                "…".to_string()
+            } else {
+                read(mode, f)
+                    .flatten()
+                    .map_or_else(|| t.none_fits.to_string(), group_thousands)
+            }
         }
     };
+    let device = move || read(mode, |r| r.device_bytes);
+    let allocated = move || read(mode, |r| r.peak_allocated_bytes);
+    let reserved = shape.reserved.then(|| {
+        view! { " · " {t.reserved} ": " <strong>{move || bytes_text(read(mode, |r| r.peak_reserved_bytes).flatten())}</strong> }
+    });
     view! {
-        <section class="card result-card" data-testid=format!("{key}-result") aria-label=mode_title(lang, r.budgeted)>
-            <h2>{mode_title(lang, r.budgeted)}</h2>
+        <section class="card result-card" data-testid=format!("{key}-result") aria-label=mode_title(lang, shape.budgeted)>
+            <h2>{mode_title(lang, shape.budgeted)}</h2>
             <p class="device-line">
                 {t.total_device_short} ": "
-                <span data-testid=format!("{key}-device") data-bytes=r.device_bytes.to_string()>{b(r.device_bytes)}</span>
-                " / " <span data-testid=format!("{key}-usable")>{b(r.usable_bytes)}</span>
+                <span data-testid=format!("{key}-device") data-bytes=move || device().unwrap_or(0).to_string()>{move || bytes_text(device())}</span>
+                " / " <span data-testid=format!("{key}-usable")>{move || bytes_text(read(mode, |r| r.usable_bytes))}</span>
             </p>
             <p class="sub-totals">
                 {t.allocated} ": "
-                <strong data-testid=format!("{key}-allocated") data-bytes=r.peak_allocated_bytes.to_string()>
-                    {b(r.peak_allocated_bytes)}
+                <strong data-testid=format!("{key}-allocated") data-bytes=move || allocated().unwrap_or(0).to_string()>
+                    {move || bytes_text(allocated())}
                 </strong>
-                " (" {phase(lang, &r.peak_phase)} ")"
-                {r.peak_reserved_bytes.map(|x| view! { " · " {t.reserved} ": " <strong>{b(x)}</strong> })}
+                " (" {move || read(mode, |r| phase(lang, &r.peak_phase)).unwrap_or_default()} ")"
+                {reserved}
             </p>
             <p class="fits-line">
-                {t.largest_batch} ": " <strong data-testid=format!("{key}-max-batch")>{fit_value(r.max_batch)}</strong>
-                " · " {t.largest_seq} ": " <strong data-testid=format!("{key}-max-seq")>{fit_value(r.max_seq)}</strong>
+                {t.largest_batch} ": " <strong data-testid=format!("{key}-max-batch")>{fit_value(|r| r.max_batch)}</strong>
+                " · " {t.largest_seq} ": " <strong data-testid=format!("{key}-max-seq")>{fit_value(|r| r.max_seq)}</strong>
             </p>
             {serving}
-            {measured_table(state, r)}
+            {move || mode.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).and_then(|r| measured_table(state, r)))}
             <h3>{t.breakdown}</h3>
             <div class="table-wrap">
                 <table class="breakdown" data-testid=format!("{key}-breakdown")>
@@ -170,7 +232,7 @@ fn mode_card(state: AppState, r: &ModeResult, vllm: bool, pending: bool) -> impl
             </div>
             <details class="how">
                 <summary>{t.how}</summary>
-                {terms_list(lang, &bd.other_terms)}
+                {move || read(mode, |r| terms_list(lang, &r.breakdown.other_terms))}
             </details>
             {notes}
         </section>
@@ -598,14 +660,9 @@ pub fn ResultsView() -> impl IntoView {
     let state = use_state();
     let res = results_signals(state);
     let results = res.all;
-    let vllm = Memo::new(move |_| {
-        state
-            .page
-            .with(|p| p.infer.engine == vram_core::scenario::Engine::Vllm)
-    });
     let card = move |b: Budgeted| {
         let key = mode_key(b);
-        let mode = Memo::new(move |_| {
+        let mode: ModeMemo = Memo::new(move |_| {
             results.with(|r| {
                 r.as_ref().and_then(|r| match b {
                     Budgeted::Train => r.train.clone(),
@@ -613,16 +670,20 @@ pub fn ResultsView() -> impl IntoView {
                 })
             })
         });
-        move || {
-            let pending = match b {
-                Budgeted::Train => res.train_pending.get(),
-                Budgeted::Infer => res.infer_pending.get(),
-            };
-            let vllm = vllm.get();
+        let shape = Memo::new(move |_| {
             mode.with(|x| {
+                x.as_ref()
+                    .map(|r| r.as_ref().map(CardShape::of).map_err(Clone::clone))
+            })
+        });
+        let pending = match b {
+            Budgeted::Train => res.train_pending,
+            Budgeted::Infer => res.infer_pending,
+        };
+        move || {
+            shape.with(|x| {
                 x.as_ref().map(|res| match res {
-                    Ok(m) => mode_card(state, m, vllm && m.budgeted == Budgeted::Infer, pending)
-                        .into_any(),
+                    Ok(shape) => mode_card(state, shape, mode, pending).into_any(),
                     Err(e) => view! {
                         <section class="card result-card">
                             <p class="field-error" role="alert" data-testid=format!("{key}-error")>{e.clone()}</p>

@@ -124,7 +124,8 @@ test('the URL reproduces the view', async ({ page, context }) => {
   await page.selectOption('[data-testid="lang-select"]', 'zh-CN');
   const cli = cliEstimate('Qwen__Qwen2.5-3B', ['--train', '--seq', '1024']);
   await waitBytes(page, 'train-device', cli.train.device_bytes);
-  await page.waitForTimeout(200);
+  // the address bar's link is rewritten once the inputs rest for 250 ms (src/app.rs URL_DELAY)
+  await page.waitForTimeout(700);
   const url = page.url();
   assert(url.includes('?'), 'state in the query: ' + url);
   const other = await context.newPage();

@@ -167,7 +167,8 @@ test('launch lines and a short share link that opens on the verdict', async ({ p
   for (const part of ['vllm serve Qwen/Qwen3-32B', '--tensor-parallel-size 2', '--max-model-len 8192', '--gpu-memory-utilization 0.9', '--kv-cache-dtype fp8']) {
     assert(line.includes(part), `launch line has ${part}: ${line}`);
   }
-  await page.waitForTimeout(200);
+  // the address bar's link is rewritten once the inputs rest for 250 ms (src/app.rs URL_DELAY)
+  await page.waitForTimeout(700);
   const url = page.url();
   const query = url.slice(url.indexOf('?'));
   assert(query.length < 200, `short link (${query.length} chars): ${query}`);
