@@ -131,3 +131,43 @@ fn hybrid_gpt_oss_counts_tokens_per_group_and_caps_sliding_pages() {
         e.serving.num_blocks as f64 / (8192.0 + 521.0)
     );
 }
+
+#[test]
+fn kv_projections_are_replicated_when_tp_exceeds_the_kv_heads() {
+    // Llama-3.1-405B: 8 KV heads, head_dim 128, hidden 16,384, 126 layers, served with TP 16 (two
+    // 8-GPU nodes). vLLM's QKVParallelLinear gives each rank one whole KV head: K and V are
+    // 128 × 16,384 each per rank instead of 8 × 128 × 16,384 / 16, i.e. 2 × 128 × 16,384 × 8 / 16 =
+    // 2,097,152 more elements per layer, × 126 layers × 2 B = 528,482,304 B per GPU.
+    let s = spec("meta-llama__Llama-3.1-405B");
+    let at = |tp: u64| {
+        let mut sc = vllm(0.9);
+        sc.serving.tensor_parallel_size = tp;
+        estimate_inference(&s, &sc, &DeviceOverheads::default())
+            .unwrap()
+            .serving
+            .weights_per_gpu_bytes
+    };
+    let norms: u64 = s
+        .tensors
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.component,
+                vram_core::spec::Component::Norm | vram_core::spec::Component::FinalNorm
+            )
+        })
+        .map(|t| t.numel() * t.count() * 2)
+        .sum();
+    let total = 405_853_388_800 * 2;
+    let rope = 131_072 * 128 * 2;
+    assert_eq!(
+        at(8),
+        (total - norms) / 8 + norms + rope,
+        "TP 8 = KV heads: no replica"
+    );
+    assert_eq!(
+        at(16),
+        (total - norms) / 16 + norms + rope + 528_482_304,
+        "TP 16: one KV head per GPU"
+    );
+}

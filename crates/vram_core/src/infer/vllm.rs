@@ -145,13 +145,15 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// Weights on one GPU: sharded tensors / TP, norms replicated, plus the rotary cos/sin cache.
+/// Weights on one GPU: sharded tensors / TP, norms replicated, K/V projections replicated where
+/// TP exceeds the KV heads ([`kv_replica_bytes`]), plus the rotary cos/sin cache. Returns (bytes,
+/// of which the rotary cache, of which the K/V replicas).
 fn weights_per_gpu(
     spec: &ModelSpec,
     total: &WeightsBreakdown,
     tp: u64,
     dtype: Dtype,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let replicated_params: u64 = spec
         .tensors
         .iter()
@@ -161,7 +163,56 @@ fn weights_per_gpu(
     let replicated = replicated_params.saturating_mul(dtype.bytes());
     let sharded = total.total_bytes.saturating_sub(replicated);
     let rope = rotary_cache_bytes(spec, dtype);
-    (sharded / tp + replicated + rope, rope)
+    let kv_replicas = kv_replica_bytes(spec, total, tp, dtype);
+    (
+        sharded / tp + replicated + rope + kv_replicas,
+        rope,
+        kv_replicas,
+    )
+}
+
+/// What replicating K/V heads adds to one GPU's weights. vLLM's `QKVParallelLinear` gives each
+/// rank `total_num_kv_heads / tp` KV heads, but at least one: when TP exceeds the KV heads, each
+/// rank holds one whole KV head (`num_kv_head_replicas = tp / total_num_kv_heads`), so its K and V
+/// projections are `head_dim × hidden` each instead of `num_kv_heads × head_dim × hidden / tp`
+/// (`vllm/model_executor/layers/linear.py`, `QKVParallelLinear.__init__`). The extra per attention
+/// layer is `2 × head_dim × hidden × (tp − num_kv_heads) / tp` elements (and as much of the K/V
+/// biases), in the weights' format (quantized: their average bytes per parameter, scales
+/// included). MLA's latent projections are not split by head and are left out.
+pub fn kv_replica_bytes(spec: &ModelSpec, total: &WeightsBreakdown, tp: u64, dtype: Dtype) -> u64 {
+    let has_kv_bias = spec
+        .tensors
+        .iter()
+        .filter(|t| t.name.ends_with(".bias"))
+        .any(|t| {
+            // separate K/V projections, or a fused QKV projection (gpt_bigcode's c_attn, qkv_proj,
+            // query_key_value) whose bias holds the K and V parts
+            ["k_proj", "v_proj", "c_attn", "qkv", "query_key_value"]
+                .iter()
+                .any(|p| t.name.contains(p))
+        });
+    let (mut weight_elems, mut bias_elems) = (0u64, 0u64);
+    for a in spec.layers.iter().filter_map(|l| l.attention) {
+        if a.mla.is_some() || a.num_kv_heads == 0 || a.num_kv_heads >= tp {
+            continue;
+        }
+        // per rank: one head of K and one of V, against the even share num_kv_heads / tp of each
+        let k_v = a.head_dim.saturating_add(a.v_head_dim);
+        let missing_heads_times_tp = tp - a.num_kv_heads;
+        weight_elems = weight_elems.saturating_add(
+            k_v.saturating_mul(spec.hidden_size)
+                .saturating_mul(missing_heads_times_tp)
+                / tp,
+        );
+        if has_kv_bias {
+            bias_elems = bias_elems.saturating_add(k_v.saturating_mul(missing_heads_times_tp) / tp);
+        }
+    }
+    let weight_bytes = weight_elems
+        .saturating_mul(total.quantized_bytes)
+        .checked_div(total.quantized_params)
+        .unwrap_or_else(|| weight_elems.saturating_mul(dtype.bytes()));
+    weight_bytes.saturating_add(bias_elems.saturating_mul(dtype.bytes()))
 }
 
 /// vLLM's rotary `cos_sin_cache`: `max_position_embeddings × rotary_dim` in the model dtype.
@@ -316,7 +367,7 @@ pub(crate) fn serving(
         s.max_model_len
     };
     let requested = (s.gpu_memory_bytes as f64 * s.gpu_memory_utilization).floor() as u64;
-    let (weights_gpu, rope) = weights_per_gpu(spec, w, tp, dtype);
+    let (weights_gpu, rope, kv_replicas) = weights_per_gpu(spec, w, tp, dtype);
     let act = act_peak.total;
     let non_torch = s.non_torch_bytes.unwrap_or_else(|| non_torch_default(tp));
     let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
@@ -374,10 +425,18 @@ pub(crate) fn serving(
             key: "serving.weights".into(),
             bytes: weights_gpu,
             formula: format!(
-                "{} B / TP {tp} (norms replicated) + rotary cos_sin_cache {} × rotary dim × {} B = {} B ({})",
+                "{} B / TP {tp} (norms replicated) + rotary cos_sin_cache {} × rotary dim × {} B{} = {} B ({})",
                 group_thousands(w.total_bytes),
                 group_thousands(spec.max_position_embeddings),
                 dtype.bytes(),
+                if kv_replicas > 0 {
+                    format!(
+                        " + K/V heads replicated (TP {tp} > KV heads: one whole head per GPU) {} B",
+                        group_thousands(kv_replicas)
+                    )
+                } else {
+                    String::new()
+                },
                 group_thousands(weights_gpu),
                 gib(weights_gpu)
             ),
