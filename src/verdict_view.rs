@@ -303,7 +303,10 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
 pub fn MakeItFit(res: Results) -> impl IntoView {
     let state = use_state();
     let undo = RwSignal::new(None::<PageScenario>);
-    let advice = Memo::new(move |_| res.latest_advice().map(|(a, stale)| (a.advice, stale)));
+    // The list is rebuilt only when the advice changes; an input only greys it (the `stale` flag),
+    // which is an attribute change, not a new list, in the frame that shows the new verdict.
+    let advice = Memo::new(move |_| res.latest_advice().map(|(a, _)| a.advice));
+    let stale = Memo::new(move |_| res.latest_advice().is_some_and(|(_, s)| s));
     let apply = move |p: PageScenario| {
         let before = state.page.get_untracked();
         state.change_scenario("fit", |x| *x = p);
@@ -312,7 +315,7 @@ pub fn MakeItFit(res: Results) -> impl IntoView {
         }
     };
     view! {
-        {move || advice.get().map(|(a, stale)| fit_list(state, &a, stale, apply))}
+        {move || advice.with(|a| a.as_ref().map(|a| fit_list(state, a, stale, apply)))}
         {move || undo.get().map(|before| {
             let lang = state.lang.get();
             view! {
@@ -330,7 +333,7 @@ pub fn MakeItFit(res: Results) -> impl IntoView {
 fn fit_list(
     state: AppState,
     a: &Advice,
-    stale: bool,
+    stale: Memo<bool>,
     apply: impl Fn(PageScenario) + Copy + 'static,
 ) -> Option<impl IntoView> {
     let lang = state.lang.get();
@@ -356,7 +359,7 @@ fn fit_list(
                         data-testid="fit-suggestion"
                         data-total-bytes=s.total_bytes.to_string()
                         data-usable-bytes=s.usable_bytes.to_string()
-                        disabled=stale
+                        disabled=move || stale.get()
                         on:click=move |_| apply(p.clone())
                     >
                         <span class="fit-change">{change(lang, &s.change)}</span>
@@ -386,7 +389,7 @@ fn fit_list(
         view! { <p class="no-fit" data-testid="no-fit">{text}</p> }
     });
     Some(view! {
-        <section class="card fit-card" class:stale=stale aria-busy=stale.to_string() aria-labelledby="fit-heading" data-testid="make-it-fit">
+        <section class="card fit-card" class:stale=move || stale.get() aria-busy=move || stale.get().to_string() aria-labelledby="fit-heading" data-testid="make-it-fit">
             <h3 id="fit-heading">{pick(lang, "Make it fit (click to apply)", "如何放得下（点击应用）")}</h3>
             <p class="hint">{pick(lang, "Each change fits with at least 5 % to spare; cheapest first: speed, then precision, then the workload, then hardware.", "每项修改都至少留出 5 % 余量；按代价排序：先牺牲速度，再精度，再负载，最后硬件。")}</p>
             <ul class="fit-list">{items}</ul>
@@ -399,17 +402,21 @@ fn fit_list(
 #[component]
 pub fn PrecisionStrip(res: Results) -> impl IntoView {
     let state = use_state();
-    let rows = Memo::new(move |_| res.latest_advice().map(|(a, stale)| (a.strip, stale)));
+    let rows = Memo::new(move |_| res.latest_advice().map(|(a, _)| a.strip));
+    let stale = Memo::new(move |_| res.latest_advice().is_some_and(|(_, s)| s));
+    let serve = Memo::new(move |_| state.page.with(|p| p.task == Task::Serve));
     move || {
-        let (rows, stale) = rows.get()?;
-        if rows.is_empty() || state.page.with(|p| p.task != Task::Serve) {
-            return None;
-        }
-        Some(strip_table(state, &rows, stale))
+        rows.with(|rows| {
+            let rows = rows.as_ref()?;
+            if rows.is_empty() || !serve.get() {
+                return None;
+            }
+            Some(strip_table(state, rows, stale))
+        })
     }
 }
 
-fn strip_table(state: AppState, rows: &[PrecisionRow], stale: bool) -> impl IntoView {
+fn strip_table(state: AppState, rows: &[PrecisionRow], stale: Memo<bool>) -> impl IntoView {
     let lang = state.lang.get();
     let b = |x: u64| state.fmt_bytes(x);
     let vllm = rows.iter().any(|r| r.sequences.is_some());
@@ -421,7 +428,7 @@ fn strip_table(state: AppState, rows: &[PrecisionRow], stale: bool) -> impl Into
             view! {
                 <tr class:current=r.current data-testid="precision-row" data-label=label.clone()>
                     <th scope="row">
-                        <button type="button" class="link-button" aria-pressed=r.current.to_string() disabled=stale
+                        <button type="button" class="link-button" aria-pressed=r.current.to_string() disabled=move || stale.get()
                             on:click=move |_| state.change_scenario("precision", |x| *x = p.clone())>
                             {label.clone()}
                         </button>
@@ -438,7 +445,7 @@ fn strip_table(state: AppState, rows: &[PrecisionRow], stale: bool) -> impl Into
         })
         .collect_view();
     view! {
-        <section class="card strip-card" class:stale=stale aria-busy=stale.to_string() aria-labelledby="strip-heading" data-testid="precision-strip">
+        <section class="card strip-card" class:stale=move || stale.get() aria-busy=move || stale.get().to_string() aria-labelledby="strip-heading" data-testid="precision-strip">
             <h3 id="strip-heading">{pick(lang, "Precision side by side", "不同精度对比")}</h3>
             <div class="table-wrap">
                 <table class="strip">
