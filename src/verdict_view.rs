@@ -116,15 +116,38 @@ fn segment_label(lang: Lang, key: &str) -> String {
 pub fn VerdictPanel(res: Results) -> impl IntoView {
     let state = use_state();
     let ans = Memo::new(move |_| current_answer(state, res));
+    let has = Memo::new(move |_| ans.with(Option::is_some));
+    let fits_key = move || ans.with(|a| a.as_ref().map_or("no", Answer::fits_key));
+    let total = move || ans.with(|a| a.as_ref().map_or(0, |a| a.total_bytes));
+    let usable = move || ans.with(|a| a.as_ref().map_or(0, |a| a.usable_bytes));
+    // The verdict line is an `aria-live` region: the element stays and only its content changes,
+    // so screen readers announce each new verdict (a region re-created per input is a new node,
+    // which they do not announce). The rest of the card is rebuilt with each answer.
     view! {
         <section class="card verdict-card" aria-labelledby="verdict-heading">
             <h2 id="verdict-heading" class="visually-hidden">{move || pick(state.lang.get(), "Answer", "结论")}</h2>
-            {move || ans.get().map(|a| verdict_body(state, &a))}
+            {move || has.get().then(|| view! {
+                <div
+                    class=move || format!("verdict-bar {}", fits_key())
+                    id="verdict"
+                    data-testid="verdict"
+                    data-fits=fits_key
+                    data-total-bytes=move || total().to_string()
+                    data-usable-bytes=move || usable().to_string()
+                    role="status"
+                    aria-live="polite"
+                    aria-atomic="true"
+                >
+                    {move || ans.with(|a| a.as_ref().map(|a| verdict_line(state, a)))}
+                </div>
+            })}
+            {move || ans.with(|a| a.as_ref().map(|a| verdict_body(state, a)))}
         </section>
     }
 }
 
-fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
+/// The content of the verdict line: the compared total against one GPU and the verdict.
+fn verdict_line(state: AppState, a: &Answer) -> impl IntoView {
     let lang = state.lang.get();
     let b = |x: u64| state.fmt_bytes(x);
     let pct = if a.usable_bytes > 0 {
@@ -141,7 +164,21 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
     } else {
         String::new()
     };
-    let class = format!("verdict-bar {}", a.fits_key());
+    view! {
+        <span class="verdict-figure">
+            <strong class="big">{b(a.total_bytes)}</strong>
+            " " {pick(lang, "of", "/")} " " {b(a.usable_bytes)} {per} " "
+            <span class="pct">{format!("({pct:.0} %)")}</span>
+        </span>
+        " — "
+        <span class=format!("badge {}", a.fits_key())>{verdict(lang, a.verdict)}</span>
+    }
+}
+
+fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
+    let lang = state.lang.get();
+    let b = |x: u64| state.fmt_bytes(x);
+    let gpus = a.gpus.max(1);
     let serve = a.serve.as_ref().map(|s| {
         let line = match lang {
             Lang::En => format!(
@@ -259,25 +296,6 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
         }
     });
     view! {
-        <div
-            class=class
-            id="verdict"
-            data-testid="verdict"
-            data-fits=a.fits_key()
-            data-total-bytes=a.total_bytes.to_string()
-            data-usable-bytes=a.usable_bytes.to_string()
-            role="status"
-            aria-live="polite"
-            aria-atomic="true"
-        >
-            <span class="verdict-figure">
-                <strong class="big">{b(a.total_bytes)}</strong>
-                " " {pick(lang, "of", "/")} " " {b(a.usable_bytes)} {per} " "
-                <span class="pct">{format!("({pct:.0} %)")}</span>
-            </span>
-            " — "
-            <span class=format!("badge {}", a.fits_key())>{verdict(lang, a.verdict)}</span>
-        </div>
         {serve}
         {a.task.trains().then(|| {
             let v = |x: Option<u64>| x.map_or_else(|| pick(lang, "none", "无").to_string(), group_thousands);
