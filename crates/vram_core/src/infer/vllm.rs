@@ -180,39 +180,45 @@ fn weights_per_gpu(
 /// biases), in the weights' format (quantized: their average bytes per parameter, scales
 /// included). MLA's latent projections are not split by head and are left out.
 pub fn kv_replica_bytes(spec: &ModelSpec, total: &WeightsBreakdown, tp: u64, dtype: Dtype) -> u64 {
+    // Σ over attention layers of (head_dim + v_head_dim) × (tp − num_kv_heads) / tp: the K and V
+    // elements per input feature that an even split would not give each GPU
+    let per_feature: u64 = spec
+        .layers
+        .iter()
+        .filter_map(|l| l.attention)
+        .filter(|a| a.mla.is_none() && a.num_kv_heads > 0 && a.num_kv_heads < tp)
+        .map(|a| {
+            a.head_dim
+                .saturating_add(a.v_head_dim)
+                .saturating_mul(tp - a.num_kv_heads)
+                / tp
+        })
+        .fold(0, u64::saturating_add);
+    if per_feature == 0 {
+        return 0;
+    }
+    let weight_elems = per_feature.saturating_mul(spec.hidden_size);
+    let weight_bytes = weight_elems
+        .saturating_mul(total.quantized_bytes)
+        .checked_div(total.quantized_params)
+        .unwrap_or_else(|| weight_elems.saturating_mul(dtype.bytes()));
+    // separate K/V projections, or a fused QKV projection (gpt_bigcode's c_attn, qkv_proj,
+    // query_key_value) whose bias holds the K and V parts
     let has_kv_bias = spec
         .tensors
         .iter()
         .filter(|t| t.name.ends_with(".bias"))
         .any(|t| {
-            // separate K/V projections, or a fused QKV projection (gpt_bigcode's c_attn, qkv_proj,
-            // query_key_value) whose bias holds the K and V parts
             ["k_proj", "v_proj", "c_attn", "qkv", "query_key_value"]
                 .iter()
                 .any(|p| t.name.contains(p))
         });
-    let (mut weight_elems, mut bias_elems) = (0u64, 0u64);
-    for a in spec.layers.iter().filter_map(|l| l.attention) {
-        if a.mla.is_some() || a.num_kv_heads == 0 || a.num_kv_heads >= tp {
-            continue;
-        }
-        // per rank: one head of K and one of V, against the even share num_kv_heads / tp of each
-        let k_v = a.head_dim.saturating_add(a.v_head_dim);
-        let missing_heads_times_tp = tp - a.num_kv_heads;
-        weight_elems = weight_elems.saturating_add(
-            k_v.saturating_mul(spec.hidden_size)
-                .saturating_mul(missing_heads_times_tp)
-                / tp,
-        );
-        if has_kv_bias {
-            bias_elems = bias_elems.saturating_add(k_v.saturating_mul(missing_heads_times_tp) / tp);
-        }
-    }
-    let weight_bytes = weight_elems
-        .saturating_mul(total.quantized_bytes)
-        .checked_div(total.quantized_params)
-        .unwrap_or_else(|| weight_elems.saturating_mul(dtype.bytes()));
-    weight_bytes.saturating_add(bias_elems.saturating_mul(dtype.bytes()))
+    let bias_bytes = if has_kv_bias {
+        per_feature.saturating_mul(dtype.bytes())
+    } else {
+        0
+    };
+    weight_bytes.saturating_add(bias_bytes)
 }
 
 /// vLLM's rotary `cos_sin_cache`: `max_position_embeddings × rotary_dim` in the model dtype.

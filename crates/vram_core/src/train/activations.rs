@@ -229,6 +229,14 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// Autograd saves the autocast weight copy `w`; counted in `autocast_saved_bytes` unless the
+    /// save is dropped (inside a checkpointed layer) or was made already.
+    fn save_copy(&mut self, sim: &mut Sim, w: V) {
+        self.autocast_saved_bytes = self
+            .autocast_saved_bytes
+            .saturating_add(sim.save_counting(w));
+    }
+
     /// `F.linear(x, W)` (+ peft LoRA branch, + bitsandbytes dequantization).
     fn linear(&mut self, sim: &mut Sim, x: V, l: Lin, tokens: u64) -> V {
         let xin = if self.autocast {
@@ -250,9 +258,7 @@ impl<'a> Walk<'a> {
                 .autocast_copy_bytes
                 .saturating_add(weight_elems.saturating_mul(self.c));
             if x.rg {
-                self.autocast_saved_bytes = self
-                    .autocast_saved_bytes
-                    .saturating_add(sim.save_counting(w));
+                self.save_copy(sim, w);
             }
             if l.trainable {
                 self.cache.push(w);
@@ -295,9 +301,7 @@ impl<'a> Walk<'a> {
                     .autocast_copy_bytes
                     .saturating_add(elems.saturating_mul(self.c));
                 if saved {
-                    self.autocast_saved_bytes = self
-                        .autocast_saved_bytes
-                        .saturating_add(sim.save_counting(w));
+                    self.save_copy(sim, w);
                 }
                 self.cache.push(w);
             }
@@ -809,9 +813,7 @@ impl<'a> Walk<'a> {
                 let w = sim.alloc_copy(expert_elems, ce, false);
                 self.autocast_copy_bytes += expert_elems * ce;
                 if rg {
-                    self.autocast_saved_bytes = self
-                        .autocast_saved_bytes
-                        .saturating_add(sim.save_counting(w));
+                    self.save_copy(sim, w);
                 }
                 sim.drop(w);
             }

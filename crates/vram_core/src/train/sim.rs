@@ -148,7 +148,7 @@ impl Sim {
             copy_start + effect.copy_at_peak_above_start,
         );
         let end = i128::from(start) + effect.live_delta;
-        self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
+        self.live = to_u64(end);
         self.live_copy = to_u64(copy_start + effect.copy_delta);
         self.saved = self.saved.saturating_add(effect.saved_delta);
         if let Some(s) = self.slots.get_mut(input.id) {
@@ -182,7 +182,7 @@ impl Sim {
             copies_then + effect.copy_at_peak_above_start,
         );
         let end = start + n * effect.live_delta;
-        self.live = u64::try_from(end.max(0)).unwrap_or(u64::MAX);
+        self.live = to_u64(end);
         self.live_copy = to_u64(copy_start + n * effect.copy_delta);
         self.saved = self
             .saved
@@ -243,10 +243,7 @@ impl Sim {
         if copy {
             self.live_copy = self.live_copy.saturating_add(bytes);
         }
-        if self.live > self.peak {
-            self.peak = self.live;
-            self.peak_copy = self.live_copy;
-        }
+        self.reach(self.live, i128::from(self.live_copy));
         V {
             id: self.slots.len() - 1,
             rg,
