@@ -231,3 +231,27 @@ export async function openLoader(page) {
   const collapsed = await page.evaluate(() => !!document.querySelector('.loader.collapsed'));
   if (collapsed) await page.click('[data-testid="change-model"]');
 }
+
+/** The page the latency figures are measured on (e2e/perf.mjs, e2e/profile.mjs): 1440×900, a
+ * preset (VRAM_PERF_PRESET, default Llama-3.1-8B), the Train task with its three charts drawn and
+ * the first follow-up task (solvers) done. */
+export async function openPerfScenario(browser, url) {
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await ctx.newPage();
+  await openApp(page, url);
+  await page.selectOption('[data-testid="preset-select"]', process.env.VRAM_PERF_PRESET || 'meta-llama__Llama-3.1-8B');
+  await page.click('[data-testid="task-train"]');
+  await waitFor(page, () => document.querySelectorAll('canvas').length >= 3, null, 'three charts');
+  await waitFor(page, () => document.querySelector('[data-testid="train-max-batch"]')?.textContent !== '…', null, 'the solvers');
+  return { ctx, page };
+}
+
+/** Change number `i` of the perf scenario: the micro-batch typed and committed (1, 2, 3, 4, 5, …). */
+export async function perfBatchChange(page, i) {
+  await page.evaluate((v) => {
+    performance.clearMarks('vram:input');
+    const el = document.querySelector('[data-testid="f-batch"]');
+    el.value = String(v);
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  }, 1 + (i % 4) + (i % 4 === 0 && i % 8 === 0 ? 4 : 0));
+}

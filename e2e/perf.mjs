@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { launch, REPO, openApp, waitFor } from './harness.mjs';
+import { launch, REPO, openApp, waitFor, openPerfScenario, perfBatchChange } from './harness.mjs';
 
 const url = process.env.VRAM_E2E_URL;
 const dist = path.join(REPO, 'dist');
@@ -33,16 +33,9 @@ for (let i = 0; i < 5; i++) {
 }
 console.log(`\ntime to interactive (ms, 5 cold loads): ${tti.map((x) => x.toFixed(0)).join(', ')}; median ${q(tti, 50).toFixed(0)}`);
 
-const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-const page = await ctx.newPage();
-await openApp(page, url);
-await page.selectOption('[data-testid="preset-select"]', process.env.VRAM_PERF_PRESET || 'meta-llama__Llama-3.1-8B');
-// The Train task (three charts: phases, batch and sequence sweeps).
-await page.click('[data-testid="task-train"]');
-await waitFor(page, () => document.querySelectorAll('canvas').length >= 3, null, 'three charts');
+// The Train task (three charts: phases, batch and sequence sweeps), solvers done.
+const { page } = await openPerfScenario(browser, url);
 const charts = await page.evaluate(() => document.querySelectorAll('canvas').length);
-// Let the first follow-up task finish.
-await waitFor(page, () => document.querySelector('[data-testid="train-max-batch"]')?.textContent !== '…', null, 'the solvers');
 const shown = [];
 const settled = [];
 const phases = [];
@@ -50,12 +43,7 @@ const count = (name) => page.evaluate((n) => performance.getEntriesByName(n).len
 for (let i = 0; i < 200; i++) {
   const [s0, t0, r0] = [await count('vram:shown'), await count('vram:settled'), await count('vram:redraw')];
   const bytes0 = await page.evaluate(() => document.querySelector('[data-testid="train-device"]').dataset.bytes);
-  await page.evaluate((v) => {
-    performance.clearMarks('vram:input');
-    const el = document.querySelector('[data-testid="f-batch"]');
-    el.value = String(v);
-    el.dispatchEvent(new Event('change', { bubbles: true }));
-  }, 1 + (i % 4) + (i % 4 === 0 && i % 8 === 0 ? 4 : 0));
+  await perfBatchChange(page, i);
   await waitFor(page, (n) => performance.getEntriesByName('vram:shown').length > n, s0, 'vram:shown');
   await waitFor(page, (n) => performance.getEntriesByName('vram:settled').length > n, t0, 'vram:settled');
   const [sh, st, redraws, bytes1] = await page.evaluate(([a, b, c]) => [

@@ -2,29 +2,19 @@
 // profiler): which wasm functions the 200 micro-batch changes of e2e/perf.mjs spend their time in.
 // Needs a bundle whose wasm keeps its name section (wasm-opt strips it): see docs/performance.md,
 // "Profiling the page". Usage: VRAM_E2E_URL=http://127.0.0.1:PORT/ node e2e/profile.mjs [changes]
-import { launch, openApp, waitFor } from './harness.mjs';
+import { launch, waitFor, openPerfScenario, perfBatchChange } from './harness.mjs';
 
 const url = process.env.VRAM_E2E_URL;
 const changes = Number(process.argv[2] || 100);
 const browser = await launch();
-const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-const page = await ctx.newPage();
-await openApp(page, url);
-await page.selectOption('[data-testid="preset-select"]', process.env.VRAM_PERF_PRESET || 'meta-llama__Llama-3.1-8B');
-await page.click('[data-testid="task-train"]');
-await waitFor(page, () => document.querySelectorAll('canvas').length >= 3, null, 'three charts');
-await waitFor(page, () => document.querySelector('[data-testid="train-max-batch"]')?.textContent !== '…', null, 'the solvers');
+const { ctx, page } = await openPerfScenario(browser, url);
 const cdp = await ctx.newCDPSession(page);
 await cdp.send('Profiler.enable');
 await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
 await cdp.send('Profiler.start');
 for (let i = 0; i < changes; i++) {
   const s0 = await page.evaluate(() => performance.getEntriesByName('vram:settled').length);
-  await page.evaluate((v) => {
-    const el = document.querySelector('[data-testid="f-batch"]');
-    el.value = String(v);
-    el.dispatchEvent(new Event('change', { bubbles: true }));
-  }, 1 + (i % 4) + (i % 4 === 0 && i % 8 === 0 ? 4 : 0));
+  await perfBatchChange(page, i);
   await waitFor(page, (n) => performance.getEntriesByName('vram:settled').length > n, s0, 'vram:settled');
 }
 const { profile } = await cdp.send('Profiler.stop');
