@@ -16,6 +16,7 @@ pub mod gguf_model;
 pub mod gpu_catalog;
 pub mod infer;
 pub mod json;
+pub mod layout;
 pub mod models_index;
 pub mod params;
 pub mod presets;

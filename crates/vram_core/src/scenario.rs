@@ -3,6 +3,7 @@
 //! measurement probe, so the three always describe the same run.
 
 use crate::error::ScenarioError;
+pub use crate::layout::{Framework, Layout, Recompute};
 use serde::{Deserialize, Serialize};
 
 /// Train or serve.
@@ -198,6 +199,10 @@ pub struct Scenario {
     /// its K cache type (`-ctk`).
     #[serde(skip_serializing_if = "LlamaCppInputs::is_default")]
     pub llama_cpp: LlamaCppInputs,
+    /// Parallel layout of training (TP/PP/CP/EP, FSDP2, framework); the default is plain data
+    /// parallel over `gpus`.
+    #[serde(skip_serializing_if = "Layout::is_default")]
+    pub layout: Layout,
 }
 
 /// Flash attention in llama.cpp (`-fa on|off|auto`).
@@ -339,6 +344,7 @@ impl Default for Scenario {
             engine: Engine::Transformers,
             serving: ServingInputs::default(),
             llama_cpp: LlamaCppInputs::default(),
+            layout: Layout::default(),
         }
     }
 }
@@ -391,6 +397,15 @@ impl Scenario {
             return Err(ScenarioError::Invalid {
                 field: "offload_params".into(),
                 expected: "ZeRO stage 3 (parameters are only offloaded when partitioned)".into(),
+                found: format!("ZeRO stage {}", self.zero.0),
+            });
+        }
+        self.layout.validate(self.gpus, None)?;
+        if self.layout.fsdp2 && self.zero.0 > 0 {
+            return Err(ScenarioError::Invalid {
+                field: "fsdp2".into(),
+                expected: "ZeRO stage 0 (FSDP2 does its own sharding; --zero is DeepSpeed's)"
+                    .into(),
                 found: format!("ZeRO stage {}", self.zero.0),
             });
         }

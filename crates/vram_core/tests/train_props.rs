@@ -133,6 +133,12 @@ proptest! {
     fn more_gpus_never_increase_per_gpu_bytes(m in 0..MODELS.len(), s in scenario_strategy(), gpus in 1u64..9, stage in 1u8..4) {
         let spec = spec(MODELS[m]);
         let at = |n: u64| est(&spec, &Scenario { zero: ZeroStage(stage), gpus: n, ..s.clone() });
-        prop_assert!(ge(totals(&at(gpus)), totals(&at(gpus + 1))));
+        let (few, more) = (totals(&at(gpus)), totals(&at(gpus + 1)));
+        // Tensor bytes never grow; the device total may from 1 to 2 GPUs only, where the
+        // data-parallel communicator's NCCL buffers appear (outside the allocator).
+        prop_assert!(ge([few[0], few[1], 0], [more[0], more[1], 0]));
+        if gpus >= 2 {
+            prop_assert!(few[2] >= more[2]);
+        }
     }
 }

@@ -9,8 +9,10 @@
 pub mod activations;
 pub mod allocator;
 pub mod lora;
+mod parallel;
 pub mod persistent;
 pub mod phases;
+pub mod ranks;
 pub mod sim;
 pub mod solve;
 pub mod zero;
@@ -74,6 +76,16 @@ pub struct TrainEstimate {
     pub phases: Vec<Phase>,
     /// Every component with its formula and source.
     pub terms: Vec<Term>,
+    /// One entry per distinct kind of rank (pipeline stage); the plain data-parallel layout has
+    /// one. The headline figures above are those of the rank with the most device bytes.
+    #[serde(default)]
+    pub ranks: Vec<ranks::RankEstimate>,
+    /// Device bytes of the largest rank (what decides whether the layout fits).
+    #[serde(default)]
+    pub max_rank_device_bytes: u64,
+    /// The parallel layout's framework (`hf`, `megatron`, `torchtitan`).
+    #[serde(default)]
+    pub framework: String,
 }
 
 fn g(n: u64) -> String {
@@ -180,6 +192,7 @@ impl PersistentPart {
             && a.zero == b.zero
             && a.offload_optimizer == b.offload_optimizer
             && a.offload_params == b.offload_params
+            && a.layout == b.layout
     }
 }
 
@@ -220,6 +233,16 @@ fn persistent_reserved(
         .max(persistent_alloc)
         .saturating_add(shard.buffers_bytes);
     (persistent_alloc, persistent_reserved)
+}
+
+/// NCCL's buffers of the data-parallel communicator on a CUDA device with more than one GPU
+/// ([`ranks::NCCL_BYTES_PER_COMMUNICATOR`]; outside the caching allocator).
+fn data_parallel_nccl_bytes(scenario: &Scenario, overheads: &DeviceOverheads) -> u64 {
+    if scenario.gpus > 1 && overheads.cuda_context_bytes > 0 {
+        ranks::NCCL_BYTES_PER_COMMUNICATOR
+    } else {
+        0
+    }
 }
 
 /// The figures of a training estimate, before they are explained.
@@ -341,7 +364,8 @@ fn compute(
     let peak_reserved = allocator::reserved_for_groups(peak.max(persistent_reserved), groups);
     let device = peak_reserved
         .saturating_add(overheads.cuda_context_bytes)
-        .saturating_add(overheads.workspace_bytes);
+        .saturating_add(overheads.workspace_bytes)
+        .saturating_add(data_parallel_nccl_bytes(scenario, overheads));
 
     Ok(Computed {
         prof,
@@ -366,6 +390,9 @@ pub fn estimate_training_counting(
     counting: Counting,
 ) -> Result<TrainEstimate, ScenarioError> {
     scenario.validate()?;
+    if scenario.layout.is_model_parallel() {
+        return parallel::estimate(spec, scenario, overheads, counting);
+    }
     let part = PersistentPart::of(spec, scenario)?;
     let Computed {
         prof,
@@ -560,13 +587,24 @@ pub fn estimate_training_counting(
     terms.push(term(
         "device_total",
         device,
-        format!(
-            "reserved {} B + CUDA context {} B + cuBLAS workspace {} B = {} B",
-            g(peak_reserved),
-            g(overheads.cuda_context_bytes),
-            g(overheads.workspace_bytes),
-            g(device)
-        ),
+        {
+            let nccl = data_parallel_nccl_bytes(scenario, overheads);
+            format!(
+                "reserved {} B + CUDA context {} B + cuBLAS workspace {} B{} = {} B",
+                g(peak_reserved),
+                g(overheads.cuda_context_bytes),
+                g(overheads.workspace_bytes),
+                if nccl > 0 {
+                    format!(
+                        " + NCCL buffers of the data-parallel communicator {} B",
+                        g(nccl)
+                    )
+                } else {
+                    String::new()
+                },
+                g(device)
+            )
+        },
         "measured.md §J (context 0.26–0.5 GiB with lazy loading); report.rs DeviceOverheads",
     ));
 
@@ -602,7 +640,11 @@ pub fn estimate_training_counting(
         activation_breakdown,
         phases,
         terms,
-    })
+        ranks: Vec::new(),
+        max_rank_device_bytes: 0,
+        framework: String::new(),
+    }
+    .with_plain_rank(spec, scenario, overheads))
 }
 
 /// The totals of one training estimate without its explanations (no formulas, no named phases):
@@ -636,6 +678,34 @@ pub struct TrainTotals {
     pub trainable_params: u64,
 }
 
+impl TrainTotals {
+    /// The totals of a full estimate.
+    pub fn of(e: &TrainEstimate) -> Self {
+        TrainTotals {
+            weights_bytes: e.weights_bytes,
+            gradients_bytes: e.gradients_bytes,
+            optimizer_bytes: e.optimizer_bytes,
+            activations_bytes: e.activations_bytes,
+            optimizer_temp_bytes: e.optimizer_temp_bytes,
+            buffers_bytes: e.buffers_bytes,
+            peak_allocated_bytes: e.peak_allocated_bytes,
+            peak_phase: match e.peak_phase.as_str() {
+                "forward" => "forward",
+                "backward" => "backward",
+                "optimizer" => "optimizer",
+                "forward_2" => "forward_2",
+                "backward_2" => "backward_2",
+                "optimizer_2" => "optimizer_2",
+                _ => "load",
+            },
+            peak_reserved_bytes: e.peak_reserved_bytes,
+            device_bytes: e.device_bytes,
+            cpu_offload_bytes: e.cpu_offload_bytes,
+            trainable_params: e.trainable_params,
+        }
+    }
+}
+
 fn totals(part: &PersistentPart, c: &Computed) -> TrainTotals {
     TrainTotals {
         weights_bytes: part.shard.weights_bytes,
@@ -660,6 +730,9 @@ pub fn training_totals(
     overheads: &DeviceOverheads,
 ) -> Result<TrainTotals, ScenarioError> {
     scenario.validate()?;
+    if scenario.layout.is_model_parallel() {
+        return estimate_training(spec, scenario, overheads).map(|e| TrainTotals::of(&e));
+    }
     let part = PersistentPart::of(spec, scenario)?;
     let c = compute(spec, scenario, overheads, Counting::Cuda, &part)?;
     Ok(totals(&part, &c))
@@ -690,7 +763,7 @@ impl<'a> Prober<'a> {
 
     /// The totals of `scenario` (equal to [`training_totals`]).
     pub fn totals(&self, scenario: &Scenario) -> Result<TrainTotals, ScenarioError> {
-        if !PersistentPart::shared_by(self.base, scenario) {
+        if !PersistentPart::shared_by(self.base, scenario) || scenario.layout.is_model_parallel() {
             return training_totals(self.spec, scenario, self.overheads);
         }
         scenario.validate()?;
@@ -714,6 +787,9 @@ pub fn sweep(
         .iter()
         .map(|s| {
             s.validate()?;
+            if s.layout.is_model_parallel() {
+                return training_totals(spec, s, overheads);
+            }
             let part = shared.get(s, PersistentPart::shared_by, || PersistentPart::of(spec, s))?;
             let c = compute(spec, s, overheads, Counting::Cuda, part)?;
             Ok(totals(part, &c))

@@ -1,0 +1,690 @@
+//! Per-rank memory of a parallel training layout ([`crate::layout::Layout`]): one entry per
+//! distinct kind of rank (a pipeline stage; ranks inside a TP / CP / EP / DP group hold the same
+//! bytes), with the model states each holds, the activations of the micro-batches it has in flight,
+//! its communication buffers and the three totals.
+//!
+//! Sources (docs/formulas/parallel.md explains each term):
+//! - Parameters per rank: the tensor inventory split as Megatron-core splits it — attention and MLP
+//!   projections by `tp` (column/row parallel), the vocabulary by `tp` after padding to a multiple of
+//!   `128 · tp` (megatron/training/tokenizer `_vocab_size_with_padding`,
+//!   `--make-vocab-size-divisible-by 128`), routed experts by `ep · etp`, norms and routers
+//!   replicated; layers by pipeline stage, the embedding on the first stage and the final norm and
+//!   output layer on the last; with tied embeddings and `pp > 1` the last stage keeps its own copy
+//!   of the word embedding (`LanguageModule.setup_embeddings_and_output_layer`, kept in sync by an
+//!   all-reduce of its gradient).
+//! - Megatron bytes per parameter: bf16 weight 2 + fp32 main gradient 4 (bf16 forces
+//!   `accumulate_allreduce_grads_in_fp32`) + fp32 master 4 + Adam 8 = 18, or
+//!   `6 + 12 / (dp · cp)` with the distributed optimizer (megatron/training/
+//!   theoretical_memory_usage.py `compute_weight_and_optimizer_memory`).
+//! - Activations per layer: the tensors a Transformer-Engine layer saves for backward (layer-norm
+//!   input and output, q/k/v, the attention output and its fp32 log-sum-exp, the MLP's fc1 output
+//!   and activation output), divided by `tp` where the heads or the MLP width are split and, with
+//!   sequence parallel, the layer-norm region too (Korthikanti et al., arXiv 2205.05198, Table 2);
+//!   `cp` divides the tokens.
+//! - In-flight micro-batches: 1F1B stage `i` of `pp` holds `min(pp − i, m)`; interleaved holds
+//!   `(pp − i − 1) · 2 + (vpp − 1) · pp + 1` model-chunk micro-batches
+//!   (megatron/core/pipeline_parallel/schedules.py `get_pp_rank_microbatches` warm-up counts).
+//! - FSDP2 (`fully_shard` per block): sharded parameters, gradients and states over the shard group,
+//!   the gathered block being computed plus the one prefetched (all blocks of the stage when
+//!   `reshard_after_forward=False`), and the block's unsharded gradient with its fp32
+//!   reduce-scatter input (torchtitan's `MixedPrecisionPolicy(param_dtype=bf16,
+//!   reduce_dtype=float32)`).
+//! - NCCL: each communicator a rank joins allocates its own buffers outside PyTorch's allocator
+//!   (visible to `nvidia-smi` only): `NCCL_BUFFSIZE` (4 MiB) per channel and connection; 32 such
+//!   buffers per communicator are assumed (16 channels, send and receive).
+
+use super::persistent::state_bytes_per_param;
+use super::TrainEstimate;
+use crate::error::ScenarioError;
+use crate::layout::{Framework, Layout, Recompute};
+use crate::report::DeviceOverheads;
+use crate::scenario::{Dtype, MixedPrecision, Scenario};
+use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec};
+use serde::{Deserialize, Serialize};
+
+/// NCCL device memory per communicator a rank uses: 32 buffers of `NCCL_BUFFSIZE` = 4 MiB (the
+/// default, NCCL env documentation), outside the caching allocator.
+pub const NCCL_BYTES_PER_COMMUNICATOR: u64 = 32 * (4 << 20);
+
+/// Megatron's vocabulary padding unit before the TP multiple (`--make-vocab-size-divisible-by`).
+pub const MEGATRON_VOCAB_DIVISIBLE_BY: u64 = 128;
+
+/// One kind of rank: the ranks of one pipeline stage (or several identical middle stages).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankEstimate {
+    /// First pipeline stage of this kind (0-based).
+    pub stage: u64,
+    /// Last pipeline stage of this kind (equal to `stage` unless identical middle stages merge).
+    pub last_stage: u64,
+    /// What the stage holds besides layers: `embedding`, `head`, `embedding+head`, `layers`.
+    pub role: String,
+    /// Ranks of this kind inside one stage's TP × CP × EP × DP grid are identical; this is `tp`
+    /// (shards of one TP group) — every TP rank holds `1/tp` of the split tensors.
+    pub tp_rank_kind: String,
+    /// Ranks like this one.
+    pub count: u64,
+    /// Transformer layers on the rank (per virtual chunk × chunks).
+    pub layers: u64,
+    /// Parameters the rank holds before data-parallel sharding (its TP/EP/PP shard).
+    pub params: u64,
+    /// Weights on the GPU.
+    pub weights_bytes: u64,
+    /// Gradients on the GPU (Megatron's fp32 main gradients; FSDP2's sharded gradients).
+    pub gradients_bytes: u64,
+    /// Optimizer states on the GPU (incl. fp32 master weights).
+    pub optimizer_bytes: u64,
+    /// Activations saved by the micro-batches in flight when the first backward starts.
+    pub activations_bytes: u64,
+    /// Micro-batches (model-chunk micro-batches when interleaved) whose activations are in flight.
+    pub in_flight_micro_batches: u64,
+    /// Communication buffers through the caching allocator at the peak (pipeline send/receive,
+    /// TP/SP all-gather output, FSDP2 gathered blocks and reduce-scatter input, MoE dispatch).
+    pub communication_bytes: u64,
+    /// NCCL's own buffers (outside the allocator; in `device_bytes` only).
+    pub nccl_bytes: u64,
+    /// Peak of the forward phase (allocated).
+    pub forward_peak_bytes: u64,
+    /// Peak of the backward phase (allocated).
+    pub backward_peak_bytes: u64,
+    /// Peak of the optimizer step (allocated).
+    pub optimizer_peak_bytes: u64,
+    /// Largest phase peak (`torch.cuda.max_memory_allocated`).
+    pub peak_allocated_bytes: u64,
+    /// Reserved by the caching allocator at the peak.
+    pub peak_reserved_bytes: u64,
+    /// What `nvidia-smi` shows: reserved + CUDA context + workspace + NCCL.
+    pub device_bytes: u64,
+    /// `forward`, `backward` or `optimizer`.
+    pub peak_phase: String,
+    /// Host RAM this rank's process needs for offloaded states.
+    pub host_bytes: u64,
+}
+
+/// Where a tensor lives and how it is split.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// Split by TP (column/row parallel, vocabulary parallel).
+    Tp,
+    /// Split by EP · ETP (routed experts).
+    Expert,
+    /// Replicated on every TP rank.
+    Replicated,
+}
+
+fn split_of(c: Component) -> Split {
+    match c {
+        Component::Embedding
+        | Component::LmHead
+        | Component::Attention
+        | Component::Mlp
+        | Component::SharedExperts
+        | Component::Mixer
+        | Component::Bias => Split::Tp,
+        Component::Experts => Split::Expert,
+        _ => Split::Replicated,
+    }
+}
+
+/// Local parameter counts of one pipeline stage on one rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct StageParams {
+    /// Non-expert parameters (sharded by the dense data-parallel group).
+    dense: u64,
+    /// Routed-expert parameters (sharded by the expert data-parallel group).
+    expert: u64,
+    /// Largest single layer (local elements): FSDP2's unit.
+    largest_unit: u64,
+    /// Σ of every unit (the stage's local params).
+    has_embedding: bool,
+    has_head: bool,
+}
+
+fn padded_vocab(vocab: u64, tp: u64, framework: Framework) -> u64 {
+    if framework == Framework::Megatron {
+        let unit = MEGATRON_VOCAB_DIVISIBLE_BY.saturating_mul(tp.max(1));
+        vocab.div_ceil(unit).saturating_mul(unit)
+    } else {
+        vocab
+    }
+}
+
+/// Parameters of each pipeline stage on one rank of that stage.
+fn stage_params(spec: &ModelSpec, layout: &Layout) -> Vec<StageParams> {
+    let stages = layout.stage_layers(spec.layers.len() as u64);
+    let pp = stages.len();
+    let mut stage_of_layer = Vec::with_capacity(spec.layers.len());
+    for (s, &n) in stages.iter().enumerate() {
+        stage_of_layer.extend(std::iter::repeat_n(s, n as usize));
+    }
+    let tp = layout.tp.max(1);
+    let experts_div = layout.ep.max(1).saturating_mul(layout.etp().max(1));
+    let vpad = padded_vocab(spec.vocab_size, tp, layout.framework);
+    let mut out = vec![StageParams::default(); pp];
+    let mut per_layer = vec![0u64; spec.layers.len()];
+    let local = |t: &crate::spec::TensorSpec| -> u64 {
+        let n = t.numel();
+        match split_of(t.component) {
+            Split::Tp => {
+                let n = if matches!(t.component, Component::Embedding | Component::LmHead)
+                    && spec.vocab_size > 0
+                    && t.shape.first() == Some(&spec.vocab_size)
+                {
+                    n / spec.vocab_size * vpad
+                } else {
+                    n
+                };
+                n.div_ceil(tp)
+            }
+            Split::Expert => n.div_ceil(experts_div),
+            Split::Replicated => n,
+        }
+    };
+    for t in &spec.tensors {
+        let n = local(t);
+        let expert = split_of(t.component) == Split::Expert;
+        match t.layer {
+            Some(first) => {
+                for l in first..first.saturating_add(t.repeat.max(1)) {
+                    let Some(&s) = stage_of_layer.get(l as usize) else {
+                        continue;
+                    };
+                    if expert {
+                        out[s].expert = out[s].expert.saturating_add(n);
+                    } else {
+                        out[s].dense = out[s].dense.saturating_add(n);
+                    }
+                    per_layer[l as usize] = per_layer[l as usize].saturating_add(n);
+                }
+            }
+            None => {
+                let s = match t.component {
+                    Component::LmHead | Component::FinalNorm | Component::Head => pp - 1,
+                    _ => 0,
+                };
+                out[s].dense = out[s].dense.saturating_add(n);
+                out[s].largest_unit = out[s].largest_unit.max(n);
+                if t.component == Component::Embedding {
+                    out[0].has_embedding = true;
+                    // Tied output layer on a later stage: its own copy of the word embedding.
+                    if spec.tie_word_embeddings && pp > 1 && layout.framework == Framework::Megatron
+                    {
+                        out[pp - 1].dense = out[pp - 1].dense.saturating_add(n);
+                        out[pp - 1].has_head = true;
+                    }
+                }
+                if t.component == Component::LmHead {
+                    out[pp - 1].has_head = true;
+                }
+            }
+        }
+    }
+    out[pp - 1].has_head = true;
+    for (l, &n) in per_layer.iter().enumerate() {
+        let s = stage_of_layer[l];
+        out[s].largest_unit = out[s].largest_unit.max(n);
+    }
+    out
+}
+
+/// Bytes one micro-batch saves for backward in one layer on one rank, and the part of it that one
+/// layer's backward needs again as gradient temporaries.
+fn layer_activation_bytes(
+    layer: &LayerSpec,
+    spec: &ModelSpec,
+    layout: &Layout,
+    tokens: u64,
+    e: u64,
+) -> u64 {
+    let h = spec.hidden_size;
+    let tp = layout.tp.max(1);
+    let sp = if layout.sequence_parallel || layout.framework == Framework::Torchtitan {
+        tp
+    } else {
+        1
+    };
+    // Layer-norm region: each norm's input and output (the next linear's input).
+    let norms = u64::from(layer.attention.is_some() || layer.ssm.is_some())
+        + u64::from(layer.ffn.is_some());
+    let (norm_region, linear_inputs) = match layout.framework {
+        // TE LayerNormLinear saves the norm input and its output, both sequence-parallel shards.
+        Framework::Megatron => (norms * 2 * h, 0),
+        // torchtitan: RMSNorm input sharded (SequenceParallel), the all-gathered linear input
+        // saved whole by the colwise linears.
+        _ => (norms * h, norms * h),
+    };
+    let mut sharded = 0u64; // × tokens / tp
+    if let Some(a) = layer.attention {
+        sharded = sharded.saturating_add(attention_saved(&a));
+    }
+    if let Some(s) = layer.ssm {
+        // in_proj output (x and z), conv output, dt, and the scan's output: ≈ 5 × d_inner.
+        sharded = sharded.saturating_add(5 * s.d_inner);
+    }
+    let mut expert_bytes = 0u64;
+    match layer.ffn {
+        Some(FfnSpec::Dense {
+            intermediate_size: f,
+            gated,
+        }) => sharded = sharded.saturating_add(mlp_saved(f, gated, layout.framework)),
+        Some(FfnSpec::Moe {
+            num_experts,
+            experts_per_token: k,
+            expert_intermediate_size: fe,
+            shared_intermediate_size: fs,
+            gated,
+        }) => {
+            if fs > 0 {
+                sharded = sharded.saturating_add(mlp_saved(fs, gated, layout.framework));
+            }
+            // Router logits and probabilities in fp32 (E per token), replicated over TP.
+            let router = 2 * 4 * num_experts;
+            // Routed tokens: every token is processed k times; EP balances them across ranks, so a
+            // rank sees tokens·k / sp of them (the expert-tensor group gathers its shards).
+            let routed_tokens = (tokens / sp).saturating_mul(k);
+            let etp = layout.etp().max(1);
+            let per_token = h.saturating_mul(e)
+                + mlp_saved(fe, gated, layout.framework).saturating_mul(e) / etp;
+            expert_bytes = routed_tokens
+                .saturating_mul(per_token)
+                .saturating_add(tokens.saturating_mul(router) / sp);
+        }
+        None => {}
+    }
+    let dropout_masks = if spec.hidden_dropout > 0.0 { 2 * h } else { 0 };
+    let per_token_sp = norm_region.saturating_mul(e).saturating_add(dropout_masks);
+    let lse = layer.attention.map_or(0, |a| 4 * a.num_heads);
+    tokens
+        .saturating_mul(per_token_sp)
+        .div_ceil(sp)
+        .saturating_add(tokens.saturating_mul(linear_inputs.saturating_mul(e)))
+        .saturating_add(
+            tokens
+                .saturating_mul(sharded.saturating_mul(e).saturating_add(lse))
+                .div_ceil(tp),
+        )
+        .saturating_add(expert_bytes)
+}
+
+/// Elements per token the attention core saves: q, k, v, the output (also the output
+/// projection's input); MLA also the compressed latents.
+fn attention_saved(a: &AttentionSpec) -> u64 {
+    match a.mla {
+        Some(m) => {
+            let qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+            a.num_heads * (2 * qk + 2 * a.v_head_dim)
+                + m.kv_lora_rank
+                + m.qk_rope_head_dim
+                + m.q_lora_rank.unwrap_or(0)
+        }
+        None => a.num_heads * a.head_dim * 2 + a.num_kv_heads * (a.head_dim + a.v_head_dim),
+    }
+}
+
+/// Elements per token an MLP of width `f` saves: TE's fused SwiGLU keeps fc1's output (2f) and its
+/// activation output (f); torchtitan's `w2(silu(w1 x) * w3 x)` keeps w1's and w3's outputs, silu's
+/// output and the product (4f); a plain MLP keeps fc1's output and the activation (2f).
+fn mlp_saved(f: u64, gated: bool, framework: Framework) -> u64 {
+    match (gated, framework) {
+        (true, Framework::Megatron) => 3 * f,
+        (true, _) => 4 * f,
+        (false, _) => 2 * f,
+    }
+}
+
+/// In-flight (model-chunk) micro-batches of stage `i` (Megatron schedules.py warm-up + 1, capped
+/// by the micro-batches of the step).
+fn in_flight(layout: &Layout, stage: u64, micro_batches: u64) -> u64 {
+    let pp = layout.pp.max(1);
+    let vpp = layout.vpp.max(1);
+    if pp == 1 {
+        return 1;
+    }
+    if vpp == 1 {
+        (pp - stage).min(micro_batches).max(1)
+    } else {
+        let warmup = (pp - stage - 1) * 2 + (vpp - 1) * pp;
+        (warmup + 1).min(micro_batches.saturating_mul(vpp)).max(1)
+    }
+}
+
+/// Per-rank figures of a parallel layout. `single` is the HF estimate of the same scenario on one
+/// GPU (its activation figures are the HF framework's per-rank activations, which data
+/// parallelism does not change).
+pub fn ranks(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    single: &TrainEstimate,
+) -> Result<Vec<RankEstimate>, ScenarioError> {
+    let layout = &scenario.layout;
+    layout.validate(scenario.gpus, Some(spec))?;
+    if layout.framework != Framework::Hf {
+        if spec.kind != ModelKind::DecoderOnly {
+            return Err(ScenarioError::Invalid {
+                field: "framework".into(),
+                expected: "a decoder-only model for megatron / torchtitan layouts (encoder-decoder and encoder models train with --framework hf)".into(),
+                found: format!("{:?}", spec.kind),
+            });
+        }
+        if scenario.lora.is_some() {
+            return Err(ScenarioError::Invalid {
+                field: "lora".into(),
+                expected: "no LoRA with --framework megatron / torchtitan (LoRA is modelled for HF peft: --framework hf)".into(),
+                found: "LoRA".into(),
+            });
+        }
+        if scenario.zero.0 > 0 {
+            return Err(ScenarioError::Invalid {
+                field: "zero".into(),
+                expected:
+                    "ZeRO 0 with megatron / torchtitan (use --distributed-optimizer or --fsdp2)"
+                        .into(),
+                found: format!("ZeRO stage {}", scenario.zero.0),
+            });
+        }
+    }
+    let gpus = scenario.gpus.max(1);
+    let dp = layout.dp(gpus);
+    let m = layout.micro_batches(gpus, scenario.batch, scenario.grad_accumulation);
+    let stages = stage_params(spec, layout);
+    let stage_layers = layout.stage_layers(spec.layers.len() as u64);
+    let half = scenario.mixed_precision != MixedPrecision::None || scenario.dtype != Dtype::Fp32;
+    let e: u64 = if half { 2 } else { 4 };
+    let tokens = scenario
+        .batch
+        .saturating_mul(scenario.seq_len)
+        .div_ceil(layout.cp.max(1));
+    let tp = layout.tp.max(1);
+    let sp = if layout.sequence_parallel || layout.framework == Framework::Torchtitan {
+        tp
+    } else {
+        1
+    };
+    let vpad = padded_vocab(spec.vocab_size, tp, layout.framework);
+    let recompute = if scenario.grad_checkpointing {
+        Recompute::Full
+    } else {
+        layout.recompute
+    };
+    let nccl = nccl_bytes(layout, gpus);
+
+    let mut out: Vec<RankEstimate> = Vec::new();
+    let mut first_layer = 0usize;
+    for (i, sp_params) in stages.iter().enumerate() {
+        let n_layers = stage_layers[i] as usize;
+        let layer_specs = &spec.layers[first_layer..first_layer + n_layers];
+        first_layer += n_layers;
+        let params = sp_params.dense.saturating_add(sp_params.expert);
+
+        // ---- model states ----
+        let (weights, grads, states, temp, gathered, reduce_scatter, host) = match layout.framework
+        {
+            Framework::Megatron => {
+                let (w, g, master) = if half { (2, 4, 4) } else { (4, 4, 0) };
+                let per_state = state_bytes_per_param(scenario.optimizer, 4).ceil() as u64 + master;
+                let opt = if layout.distributed_optimizer {
+                    let dense_group = dp.saturating_mul(layout.cp.max(1));
+                    (sp_params.dense.saturating_mul(per_state)).div_ceil(dense_group)
+                        + (sp_params.expert.saturating_mul(per_state))
+                            .div_ceil(layout.expert_dp(gpus))
+                } else {
+                    params.saturating_mul(per_state)
+                };
+                let opt = if scenario.offload_optimizer { 0 } else { opt };
+                (
+                    params.saturating_mul(w),
+                    params.saturating_mul(g),
+                    opt,
+                    0,
+                    0,
+                    0,
+                    if scenario.offload_optimizer {
+                        params.saturating_mul(per_state)
+                    } else {
+                        0
+                    },
+                )
+            }
+            _ => {
+                // FSDP2 shards over dp (÷ HSDP replicas) × cp; plain DDP when fsdp2 is off.
+                let shard = if layout.fsdp2 {
+                    (dp / layout.hsdp_replicas.max(1))
+                        .saturating_mul(layout.cp.max(1))
+                        .max(1)
+                } else {
+                    1
+                };
+                let pe = if scenario.dtype == Dtype::Fp32 { 4 } else { 2 };
+                let (w, g, st, temp) = if layout.framework == Framework::Hf {
+                    // The HF model states (LoRA, quantized bases, foreach AdamW's temporary)
+                    // of one GPU, sharded.
+                    (
+                        single.weights_bytes.div_ceil(shard),
+                        single.gradients_bytes.div_ceil(shard),
+                        single.optimizer_bytes.div_ceil(shard),
+                        single.optimizer_temp_bytes.div_ceil(shard),
+                    )
+                } else {
+                    // torchtitan: parameters, gradients and states in the parameter dtype, fused
+                    // AdamW (no step temporary).
+                    let states_per = state_bytes_per_param(scenario.optimizer, pe).ceil() as u64;
+                    (
+                        params.saturating_mul(pe).div_ceil(shard),
+                        params.saturating_mul(pe).div_ceil(shard),
+                        params.saturating_mul(states_per).div_ceil(shard),
+                        0,
+                    )
+                };
+                let unit = sp_params.largest_unit;
+                let gathered = if !layout.fsdp2 {
+                    0
+                } else if layout.reshard_after_forward {
+                    unit.saturating_mul(e).saturating_mul(2)
+                } else {
+                    params
+                        .saturating_mul(e)
+                        .saturating_add(unit.saturating_mul(e))
+                };
+                // Backward: the block's unsharded gradient in the compute dtype and its fp32
+                // reduce-scatter input (DDP instead keeps a flat bucket copy of all gradients).
+                let rs = if layout.fsdp2 {
+                    unit.saturating_mul(e + 4)
+                } else if dp > 1 {
+                    g
+                } else {
+                    0
+                };
+                (w, g, st, temp, gathered, rs, 0)
+            }
+        };
+
+        // ---- activations ----
+        let flight = in_flight(layout, i as u64, m);
+        let (acts, layer_peak) = if layout.framework == Framework::Hf {
+            // Data parallel only: the single-GPU walk's activations per rank.
+            let base = single
+                .weights_bytes
+                .saturating_add(single.gradients_bytes)
+                .saturating_add(single.optimizer_bytes)
+                .saturating_add(single.optimizer_temp_bytes)
+                .saturating_add(single.buffers_bytes);
+            let transient = single
+                .peak_allocated_bytes
+                .saturating_sub(base)
+                .saturating_sub(single.activations_bytes);
+            (single.activations_bytes, transient)
+        } else {
+            let per_layer: Vec<u64> = layer_specs
+                .iter()
+                .map(|l| layer_activation_bytes(l, spec, layout, tokens, e))
+                .collect();
+            let largest = per_layer.iter().copied().max().unwrap_or(0);
+            let stage_full: u64 = per_layer.iter().copied().fold(0, u64::saturating_add);
+            let layer_input = tokens.saturating_mul(spec.hidden_size).saturating_mul(e) / sp;
+            let kept_per_micro = match recompute {
+                Recompute::Full => layer_input.saturating_mul(n_layers as u64),
+                _ => stage_full,
+            };
+            let kept_per_chunk = kept_per_micro / layout.vpp.max(1);
+            let mut acts = if layout.vpp > 1 {
+                kept_per_chunk.saturating_mul(flight)
+            } else {
+                kept_per_micro.saturating_mul(flight)
+            };
+            let flight_micro = if layout.vpp > 1 {
+                flight.div_ceil(layout.vpp)
+            } else {
+                flight
+            };
+            if sp_params.has_embedding {
+                // Token ids (int64) of each in-flight micro-batch.
+                acts = acts.saturating_add(tokens.saturating_mul(8).saturating_mul(flight_micro));
+            }
+            if sp_params.has_head && i == stages.len() - 1 {
+                // Final norm's input and output, and the cross-entropy's fp32 softmax over the
+                // vocabulary shard (vocab_parallel_cross_entropy saves exp(logits)).
+                acts = acts
+                    .saturating_add(tokens.saturating_mul(2 * spec.hidden_size * e) / sp)
+                    .saturating_add(tokens.saturating_mul(vpad).saturating_mul(4) / tp);
+            }
+            // One layer's backward: gradients of what it saved; under full recompute the layer's
+            // activations are rebuilt first.
+            let layer_peak = match recompute {
+                Recompute::Full => largest.saturating_mul(2),
+                _ => largest,
+            };
+            (acts, layer_peak)
+        };
+
+        // ---- communication through the allocator ----
+        let p2p = if layout.pp > 1 {
+            // Receive buffers of the activation (forward) and its gradient (backward).
+            tokens.saturating_mul(spec.hidden_size).saturating_mul(e) / sp * 2
+        } else {
+            0
+        };
+        let tp_gather = if tp > 1 && sp > 1 {
+            tokens.saturating_mul(spec.hidden_size).saturating_mul(e)
+        } else {
+            0
+        };
+        let comm = p2p.saturating_add(tp_gather).saturating_add(gathered);
+        let logits_transient =
+            if sp_params.has_head && i == stages.len() - 1 && layout.framework != Framework::Hf {
+                tokens.saturating_mul(vpad).saturating_mul(e) / tp
+            } else {
+                0
+            };
+        let ce_grad =
+            if sp_params.has_head && i == stages.len() - 1 && layout.framework != Framework::Hf {
+                tokens.saturating_mul(vpad).saturating_mul(4) / tp
+            } else {
+                0
+            };
+        let persistent = weights.saturating_add(grads).saturating_add(states);
+        let forward = persistent
+            .saturating_add(comm)
+            .saturating_add(acts)
+            .saturating_add(logits_transient);
+        let backward = persistent
+            .saturating_add(comm)
+            .saturating_add(acts)
+            .saturating_add(layer_peak.max(ce_grad))
+            .saturating_add(reduce_scatter);
+        let optimizer = persistent.saturating_add(temp);
+        let (peak_phase, peak) = [
+            ("forward", forward),
+            ("backward", backward),
+            ("optimizer", optimizer),
+        ]
+        .into_iter()
+        .fold(("forward", 0u64), |a, x| if x.1 > a.1 { x } else { a });
+        let groups = n_layers as u64 + 2;
+        let reserved = super::allocator::reserved_for_groups(peak, groups);
+        let device = reserved
+            .saturating_add(overheads.cuda_context_bytes)
+            .saturating_add(overheads.workspace_bytes)
+            .saturating_add(nccl);
+        let role = match (
+            sp_params.has_embedding,
+            sp_params.has_head && i == stages.len() - 1,
+        ) {
+            (true, true) => "embedding+head",
+            (true, false) => "embedding",
+            (false, true) => "head",
+            (false, false) => "layers",
+        };
+        let rank = RankEstimate {
+            stage: i as u64,
+            last_stage: i as u64,
+            role: role.into(),
+            tp_rank_kind: if tp > 1 {
+                format!("each of {tp} TP shards")
+            } else {
+                "whole layers".into()
+            },
+            count: gpus / layout.pp.max(1),
+            layers: n_layers as u64,
+            params,
+            weights_bytes: weights,
+            gradients_bytes: grads,
+            optimizer_bytes: states,
+            activations_bytes: acts,
+            in_flight_micro_batches: flight,
+            communication_bytes: comm.saturating_add(reduce_scatter),
+            nccl_bytes: nccl,
+            forward_peak_bytes: forward,
+            backward_peak_bytes: backward,
+            optimizer_peak_bytes: optimizer,
+            peak_allocated_bytes: peak,
+            peak_reserved_bytes: reserved,
+            device_bytes: device,
+            peak_phase: peak_phase.into(),
+            host_bytes: host,
+        };
+        // Identical consecutive middle stages merge into one kind.
+        let same = |a: &RankEstimate, b: &RankEstimate| {
+            (
+                a.role.as_str(),
+                a.layers,
+                a.params,
+                a.activations_bytes,
+                a.peak_allocated_bytes,
+            ) == (
+                b.role.as_str(),
+                b.layers,
+                b.params,
+                b.activations_bytes,
+                b.peak_allocated_bytes,
+            )
+        };
+        match out.last_mut() {
+            Some(prev) if same(prev, &rank) => {
+                prev.last_stage = rank.stage;
+                prev.count = prev.count.saturating_add(rank.count);
+            }
+            _ => out.push(rank),
+        }
+    }
+    Ok(out)
+}
+
+/// NCCL buffers of one rank: one set per communicator it joins with more than one member (data,
+/// tensor, pipeline, context, expert, expert-data groups).
+fn nccl_bytes(layout: &Layout, gpus: u64) -> u64 {
+    let dp = layout.dp(gpus);
+    let groups = [
+        dp.saturating_mul(layout.cp),
+        layout.tp,
+        layout.pp,
+        layout.cp,
+        layout.ep,
+        if layout.ep > 1 {
+            layout.expert_dp(gpus)
+        } else {
+            1
+        },
+    ];
+    let n = groups.iter().filter(|&&g| g > 1).count() as u64;
+    n.saturating_mul(NCCL_BYTES_PER_COMMUNICATOR)
+}

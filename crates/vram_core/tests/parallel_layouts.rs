@@ -1,0 +1,213 @@
+//! Per-rank figures of parallel layouts, worked by hand (issue 10).
+
+use vram_core::layout::{Framework, Layout, Recompute};
+use vram_core::report::DeviceOverheads;
+use vram_core::scenario::*;
+use vram_core::train::estimate_training;
+
+fn spec(id: &str) -> vram_core::ModelSpec {
+    vram_core::parse_config(vram_core::presets::find(id).unwrap().json, None).unwrap()
+}
+
+fn megatron(gpus: u64, tp: u64, pp: u64) -> Scenario {
+    Scenario {
+        dtype: Dtype::Bf16,
+        mixed_precision: MixedPrecision::Bf16,
+        batch: 1,
+        seq_len: 4096,
+        gpus,
+        layout: Layout {
+            framework: Framework::Megatron,
+            tp,
+            pp,
+            sequence_parallel: tp > 1,
+            ..Layout::default()
+        },
+        ..Scenario::default()
+    }
+}
+
+fn train(id: &str, s: &Scenario) -> vram_core::train::TrainEstimate {
+    estimate_training(&spec(id), s, &DeviceOverheads::default()).unwrap()
+}
+
+#[test]
+fn llama2_7b_megatron_tp2_pp2_stage_parameters_are_exact() {
+    // h 4096, V 32000 (a multiple of 128 × 2: no padding), 32 layers, ffn 11008, untied.
+    // One layer: attention 4·h² = 67,108,864 + MLP 3·h·f = 135,266,304, split by TP 2 →
+    // 101,187,584; its two RMSNorm weights (8,192) are replicated → 101,195,776 per layer and TP
+    // rank. 16 layers per stage = 1,619,132,416.
+    // Stage 0 adds the embedding V·h / 2 = 65,536,000 → 1,684,668,416.
+    // Stage 1 adds lm_head V·h / 2 = 65,536,000 and the final norm 4,096 → 1,684,672,512.
+    let e = train("meta-llama__Llama-2-7b-hf", &megatron(8, 2, 2));
+    assert_eq!(e.ranks.len(), 2);
+    assert_eq!(e.ranks[0].params, 1_684_668_416);
+    assert_eq!(e.ranks[1].params, 1_684_672_512);
+    assert_eq!(
+        (e.ranks[0].role.as_str(), e.ranks[1].role.as_str()),
+        ("embedding", "head")
+    );
+    // 18 B per parameter without the distributed optimizer: bf16 weight 2, fp32 main grad 4,
+    // fp32 master 4 + Adam 8.
+    let r = &e.ranks[1];
+    assert_eq!(r.weights_bytes, 1_684_672_512 * 2);
+    assert_eq!(r.gradients_bytes, 1_684_672_512 * 4);
+    assert_eq!(r.optimizer_bytes, 1_684_672_512 * 12);
+    assert_eq!(r.count, 4);
+    assert_eq!(e.max_rank_device_bytes, e.device_bytes);
+    assert_eq!(
+        e.device_bytes,
+        e.ranks.iter().map(|r| r.device_bytes).max().unwrap()
+    );
+}
+
+#[test]
+fn llama2_7b_stage0_activations_per_token_and_layer_are_worked_by_hand() {
+    // TE layer, bf16, TP 2 with sequence parallel, seq 4096, micro-batch 1, one micro-batch:
+    // norm region 2 norms × (input + output) × h = 16,384 elements × 2 B / SP 2 = 16,384 B;
+    // attention q + out 2·32·128 + k, v 2·32·128 = 16,384 and SwiGLU 3·11,008 = 33,024 elements
+    // → 49,408 × 2 B + fp32 log-sum-exp 32 × 4 B = 98,944 B / TP 2 = 49,472 B.
+    // 65,856 B per token and layer × 4,096 tokens × 16 layers + token ids 4,096 × 8 B.
+    let e = train("meta-llama__Llama-2-7b-hf", &megatron(8, 2, 2));
+    assert_eq!(e.ranks[0].activations_bytes, 65_856 * 4096 * 16 + 4096 * 8);
+    assert_eq!(e.ranks[0].in_flight_micro_batches, 1);
+}
+
+#[test]
+fn first_stage_holds_pp_micro_batches_in_flight_under_1f1b() {
+    let mut s = megatron(8, 2, 4);
+    s.grad_accumulation = 16;
+    let e = train("meta-llama__Llama-2-7b-hf", &s);
+    let flights: Vec<u64> = e.ranks.iter().map(|r| r.in_flight_micro_batches).collect();
+    // Stages 1 and 2 are alike only in layers; their in-flight counts differ (3 and 2).
+    assert_eq!(flights, vec![4, 3, 2, 1]);
+    // Interleaved with 2 virtual stages: (pp − 1) · 2 + (vpp − 1) · pp + 1 = 11 chunk micro-batches
+    // of 4 layers on the first stage, i.e. 44 layer-micro-batches against 1F1B's 4 × 8 = 32.
+    s.layout.vpp = 2;
+    let i = train("meta-llama__Llama-2-7b-hf", &s);
+    assert_eq!(i.ranks[0].in_flight_micro_batches, 11);
+    assert!(i.ranks[0].activations_bytes > e.ranks[0].activations_bytes);
+}
+
+#[test]
+fn distributed_optimizer_shards_master_and_moments_over_data_parallel_ranks() {
+    // 6 + 12 / dp bytes per parameter (theoretical_memory_usage.py).
+    let mut s = megatron(16, 2, 2);
+    s.layout.distributed_optimizer = true;
+    let e = train("meta-llama__Llama-2-7b-hf", &s);
+    let r = &e.ranks[0];
+    assert_eq!(r.optimizer_bytes, (r.params * 12).div_ceil(4));
+}
+
+#[test]
+fn deepseek_v3_ep8_keeps_32_of_256_experts_per_rank() {
+    let spec = spec("deepseek-ai__DeepSeek-V3");
+    let experts: u64 = spec
+        .tensors
+        .iter()
+        .filter(|t| t.component == vram_core::spec::Component::Experts)
+        .map(|t| t.numel() * t.count())
+        .sum();
+    let dense_1 = {
+        let mut s = megatron(8, 1, 1);
+        s.layout.ep = 8;
+        s.layout.etp = 1;
+        s
+    };
+    let e = estimate_training(&spec, &dense_1, &DeviceOverheads::default()).unwrap();
+    let params = e.ranks[0].params;
+    let total: u64 = spec.tensors.iter().map(|t| t.numel() * t.count()).sum();
+    // Everything but the routed experts on every rank, and 32 of 256 experts: 1/8 of them.
+    assert_eq!(experts % 8, 0);
+    assert_eq!(params, total - experts + experts / 8);
+}
+
+#[test]
+fn bad_layouts_name_the_flag_and_the_constraint() {
+    let llama = spec("meta-llama__Llama-2-7b-hf");
+    let err = |s: &Scenario| {
+        estimate_training(&llama, s, &DeviceOverheads::default())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        err(&megatron(6, 4, 1)),
+        "gpus: expected a multiple of tp × pp × cp = 4 × 1 × 1 = 4, found 6"
+    );
+    assert_eq!(
+        err(&megatron(24, 3, 1)),
+        "tp: expected a divisor of the 32 attention heads, found 3"
+    );
+    assert_eq!(
+        err(&megatron(64, 1, 64)),
+        "pp: expected at most the model's 32 layers (each stage needs a layer), found 64"
+    );
+    let mut ep = megatron(8, 1, 1);
+    ep.layout.ep = 8;
+    assert_eq!(
+        err(&ep),
+        "ep: expected 1 for a dense model (expert parallel splits MoE experts), found 8"
+    );
+    let mixtral = spec("mistralai__Mixtral-8x7B-v0.1");
+    let mut ep3 = megatron(6, 1, 1);
+    ep3.layout.ep = 3;
+    assert_eq!(
+        estimate_training(&mixtral, &ep3, &DeviceOverheads::default())
+            .unwrap_err()
+            .to_string(),
+        "ep: expected a divisor of the 8 experts, found 3"
+    );
+    let mut hf_tp = megatron(2, 2, 1);
+    hf_tp.layout.framework = Framework::Hf;
+    assert!(err(&hf_tp).starts_with("framework: expected megatron or torchtitan"));
+}
+
+#[test]
+fn full_recompute_keeps_only_layer_inputs() {
+    let mut s = megatron(8, 2, 2);
+    let none = train("meta-llama__Llama-2-7b-hf", &s);
+    s.layout.recompute = Recompute::Full;
+    let full = train("meta-llama__Llama-2-7b-hf", &s);
+    // 16 layers × 4,096 tokens × h 4,096 × 2 B / SP 2, plus the token ids.
+    assert_eq!(full.ranks[0].activations_bytes, 16 * 4096 * 4096 + 4096 * 8);
+    assert!(full.peak_allocated_bytes < none.peak_allocated_bytes);
+}
+
+#[test]
+fn plain_data_parallel_has_one_rank_kind_equal_to_the_headline() {
+    let s = Scenario {
+        gpus: 4,
+        zero: ZeroStage(2),
+        ..Scenario::default()
+    };
+    let e = train("meta-llama__Llama-3.1-8B", &s);
+    assert_eq!(e.ranks.len(), 1);
+    assert_eq!(e.ranks[0].count, 4);
+    assert_eq!(e.ranks[0].device_bytes, e.device_bytes);
+    assert_eq!(e.ranks[0].peak_allocated_bytes, e.peak_allocated_bytes);
+    assert_eq!(e.max_rank_device_bytes, e.device_bytes);
+}
+
+#[test]
+fn fsdp2_shards_hf_model_states_over_the_data_parallel_ranks() {
+    let one = train("meta-llama__Llama-3.1-8B", &Scenario::default());
+    let s = Scenario {
+        gpus: 8,
+        layout: Layout {
+            fsdp2: true,
+            ..Layout::default()
+        },
+        ..Scenario::default()
+    };
+    let e = train("meta-llama__Llama-3.1-8B", &s);
+    let r = &e.ranks[0];
+    assert_eq!(r.weights_bytes, one.weights_bytes.div_ceil(8));
+    assert_eq!(r.gradients_bytes, one.gradients_bytes.div_ceil(8));
+    assert_eq!(r.optimizer_bytes, one.optimizer_bytes.div_ceil(8));
+    assert_eq!(r.activations_bytes, one.activations_bytes);
+    // HSDP with 2 replicas shards over 4 ranks: more per rank than FSDP over 8.
+    let mut h = s.clone();
+    h.layout.hsdp_replicas = 2;
+    let hs = train("meta-llama__Llama-3.1-8B", &h);
+    assert_eq!(hs.ranks[0].optimizer_bytes, one.optimizer_bytes.div_ceil(4));
+}
