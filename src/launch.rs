@@ -4,7 +4,6 @@
 //! scenario; the llama.cpp view has its own lines (`local_view`).
 
 use crate::page_scenario::{PageScenario, Task};
-use serde_json::json;
 use vram_core::infer::format::{parse_weight_format, WeightFormat};
 use vram_core::scenario::{
     AttentionImpl, BaseQuant, Dtype, Engine, LoraTargets, MixedPrecision, Optimizer, ServingInputs,
@@ -23,7 +22,7 @@ pub struct LaunchBlock {
 }
 
 /// Name of the DeepSpeed config file the launch line refers to.
-pub const DEEPSPEED_CONFIG_FILE: &str = "ds_config.json";
+pub use vram_core::plan::launch::DEEPSPEED_CONFIG_FILE;
 
 /// The launch blocks for the task on screen, with `model_id` as given (`meta-llama/Llama-3.1-8B`):
 /// serve with vLLM → a `vllm serve` command; serve with transformers → a Python loading snippet;
@@ -244,14 +243,7 @@ fn optim(o: Optimizer) -> (&'static str, Option<&'static str>) {
     }
 }
 
-/// The 16-bit compute dtype of a training scenario (autocast dtype, else the parameter dtype).
-fn compute_dtype(s: &Scenario) -> Dtype {
-    match s.mixed_precision {
-        MixedPrecision::Bf16 => Dtype::Bf16,
-        MixedPrecision::Fp16 => Dtype::Fp16,
-        MixedPrecision::None => s.dtype,
-    }
-}
+use vram_core::plan::launch::compute_dtype;
 
 /// The Python block of a training task: model loading, LoRA (fine-tune) and the trainer's arguments
 /// (`SFTConfig` for fine-tuning, `TrainingArguments` for full training).
@@ -365,27 +357,8 @@ fn training_block(model_id: &str, s: &Scenario, task: Task, deepspeed: bool) -> 
     }
 }
 
-/// The DeepSpeed config of a training scenario.
-pub fn deepspeed_config(s: &Scenario) -> serde_json::Value {
-    let mut zero = json!({ "stage": s.zero.0 });
-    if s.offload_optimizer {
-        zero["offload_optimizer"] = json!({ "device": "cpu", "pin_memory": true });
-    }
-    if s.offload_params {
-        zero["offload_param"] = json!({ "device": "cpu", "pin_memory": true });
-    }
-    let mut cfg = json!({
-        "train_micro_batch_size_per_gpu": s.batch,
-        "gradient_accumulation_steps": s.grad_accumulation,
-        "zero_optimization": zero,
-    });
-    match compute_dtype(s) {
-        Dtype::Bf16 => cfg["bf16"] = json!({ "enabled": true }),
-        Dtype::Fp16 => cfg["fp16"] = json!({ "enabled": true }),
-        Dtype::Fp32 => {}
-    }
-    cfg
-}
+/// The DeepSpeed config of a training scenario (the core's, shared with `vram plan`).
+pub use vram_core::plan::launch::deepspeed_config;
 
 fn deepspeed_block(s: &Scenario) -> LaunchBlock {
     let mut text = serde_json::to_string_pretty(&deepspeed_config(s)).unwrap_or_default();

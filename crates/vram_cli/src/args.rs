@@ -16,7 +16,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Parameters and the training / inference memory budget of a HuggingFace config.json.
-    Estimate(EstimateArgs),
+    Estimate(Box<EstimateArgs>),
     /// Run one real step in PyTorch (CPU: exact tensor bytes; CUDA: allocator + NVML) and report
     /// memory per phase.
     Measure(crate::measure::MeasureArgs),
@@ -26,6 +26,8 @@ pub enum Command {
     Gpus(crate::gpus::GpusArgs),
     /// Can I run it: GGUF types × the largest context that fits a GPU (and RAM) under llama.cpp.
     Fit(crate::fit_cmd::FitArgs),
+    /// Which parallel layouts fit: per-rank memory on N GPUs, ranked, with launch configs.
+    Plan(crate::plan_cmd::PlanArgs),
 }
 
 #[derive(Args, Debug)]
@@ -54,6 +56,8 @@ pub struct EstimateArgs {
     pub serving: crate::serving_args::ServingArgs,
     #[command(flatten)]
     pub llama: crate::llama_args::LlamaArgs,
+    #[command(flatten)]
+    pub layout: crate::layout_args::LayoutArgs,
 }
 
 /// `vram estimate --device`.

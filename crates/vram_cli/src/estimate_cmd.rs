@@ -28,6 +28,9 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
     };
     let mut scenario = a.scenario.to_scenario(mode)?;
     a.serving.apply(&mut scenario)?;
+    if mode == Mode::Train {
+        a.layout.apply(&mut scenario, a.serving.tp)?;
+    }
     a.llama.apply(&mut scenario);
     if a.llama.any() && scenario.engine != vram_core::scenario::Engine::LlamaCpp {
         anyhow::bail!(

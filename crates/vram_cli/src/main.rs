@@ -7,10 +7,12 @@ mod args;
 mod estimate_cmd;
 mod fit_cmd;
 mod gpus;
+mod layout_args;
 mod llama_args;
 mod load;
 mod measure;
 mod nvml;
+mod plan_cmd;
 mod render;
 mod render_infer;
 mod render_train;
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         args::Command::Watch(a) => watch::run(&a),
         args::Command::Gpus(a) => gpus::run(&a),
         args::Command::Fit(a) => fit_cmd::run(&a),
+        args::Command::Plan(a) => plan_cmd::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -59,6 +59,9 @@ pub fn training(t: &TrainEstimate) -> String {
             format_gib(t.cpu_offload_bytes)
         ));
     }
+    if t.terms.iter().any(|x| x.key == "layout") {
+        out.push_str(&ranks_table(t));
+    }
     out.push_str("\n  Phase          allocated at end       peak\n");
     for p in &t.phases {
         out.push_str(&format!(
@@ -73,6 +76,41 @@ pub fn training(t: &TrainEstimate) -> String {
         out.push_str(&format!(
             "  - {}: {}\n      [{}]\n",
             term.key, term.formula, term.source
+        ));
+    }
+    out
+}
+
+/// One row per kind of rank; the largest decides the verdict.
+fn ranks_table(t: &TrainEstimate) -> String {
+    let mut out = String::from(
+        "\n  Per rank (GiB)     ranks layers   weights     grads optimizer  activ. (in flight)     comm.      peak    device\n",
+    );
+    for r in &t.ranks {
+        let stages = if r.stage == r.last_stage {
+            format!("stage {}", r.stage)
+        } else {
+            format!("stages {}-{}", r.stage, r.last_stage)
+        };
+        let gib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 30) as f64);
+        out.push_str(&format!(
+            "  {:<18}{:>6}{:>7}{:>10}{:>10}{:>10}{:>10} ({:>3}){:>13}{:>10}{:>10}{}\n",
+            stages,
+            r.count,
+            r.layers,
+            gib(r.weights_bytes),
+            gib(r.gradients_bytes),
+            gib(r.optimizer_bytes),
+            gib(r.activations_bytes),
+            r.in_flight_micro_batches,
+            gib(r.communication_bytes),
+            gib(r.peak_allocated_bytes),
+            gib(r.device_bytes),
+            if r.device_bytes == t.max_rank_device_bytes {
+                "  ← largest"
+            } else {
+                ""
+            }
         ));
     }
     out

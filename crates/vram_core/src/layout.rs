@@ -153,10 +153,15 @@ impl Layout {
         *self == Layout::default()
     }
 
-    /// Whether ranks differ from one another (any model parallelism or FSDP2): the estimate then
-    /// lists rank kinds computed by `train::ranks`.
+    /// Whether the per-rank model of `train::ranks` applies (any model parallelism, FSDP2, or a
+    /// framework other than HF's, whose allocations differ even on one GPU).
     pub fn is_model_parallel(&self) -> bool {
-        self.tp > 1 || self.pp > 1 || self.cp > 1 || self.ep > 1 || self.fsdp2
+        self.tp > 1
+            || self.pp > 1
+            || self.cp > 1
+            || self.ep > 1
+            || self.fsdp2
+            || self.framework != Framework::Hf
     }
 
     /// Model-parallel GPUs of one replica: `tp · pp · cp`.
@@ -224,10 +229,9 @@ impl Layout {
             rest = rest.saturating_sub(self.last_stage_layers);
             free -= 1;
         }
-        let (each, extra) = if free > 0 {
-            (rest / free, rest % free)
-        } else {
-            (0, 0)
+        let (each, extra) = match (rest.checked_div(free), rest.checked_rem(free)) {
+            (Some(each), Some(extra)) => (each, extra),
+            _ => (0, 0),
         };
         let mut given = 0;
         for (i, f) in fixed.iter_mut().enumerate() {
@@ -261,7 +265,7 @@ impl Layout {
         if self.etp > max {
             return Err(invalid("etp", format!("0 (= tp) or 1 to {max}"), self.etp));
         }
-        if gpus % self.nodes != 0 {
+        if !gpus.is_multiple_of(self.nodes) {
             return Err(invalid(
                 "nodes",
                 format!("a divisor of the {gpus} GPUs (GPUs per node × nodes)"),
@@ -269,7 +273,7 @@ impl Layout {
             ));
         }
         let mp = self.model_parallel_size();
-        if gpus % mp != 0 {
+        if !gpus.is_multiple_of(mp) {
             return Err(invalid(
                 "gpus",
                 format!(
@@ -308,7 +312,7 @@ impl Layout {
                 self.framework.name(),
             ));
         }
-        if self.hsdp_replicas > 1 && (!self.fsdp2 || dp % self.hsdp_replicas != 0) {
+        if self.hsdp_replicas > 1 && (!self.fsdp2 || !dp.is_multiple_of(self.hsdp_replicas)) {
             return Err(invalid(
                 "hsdp_replicas",
                 format!("a divisor of the data-parallel size {dp}, with --fsdp2"),
@@ -377,7 +381,7 @@ impl Layout {
             }
         }
         let experts = num_experts(spec);
-        if self.ep > 1 && (experts == 0 || experts % self.ep != 0) {
+        if self.ep > 1 && (experts == 0 || !experts.is_multiple_of(self.ep)) {
             return Err(invalid(
                 "ep",
                 if experts == 0 {
@@ -390,7 +394,7 @@ impl Layout {
         }
         let expert_group = self.ep.saturating_mul(self.etp());
         let dense_group = self.tp.saturating_mul(self.cp).saturating_mul(dp);
-        if self.ep > 1 && dense_group % expert_group != 0 {
+        if self.ep > 1 && !dense_group.is_multiple_of(expert_group) {
             return Err(invalid(
                 "ep",
                 format!(

@@ -19,6 +19,7 @@ pub mod json;
 pub mod layout;
 pub mod models_index;
 pub mod params;
+pub mod plan;
 pub mod presets;
 pub mod report;
 mod resolve;

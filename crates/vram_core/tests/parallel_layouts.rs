@@ -2,6 +2,7 @@
 
 use vram_core::layout::{Framework, Layout, Recompute};
 use vram_core::report::DeviceOverheads;
+use vram_core::scenario::Engine;
 use vram_core::scenario::*;
 use vram_core::train::estimate_training;
 
@@ -210,4 +211,99 @@ fn fsdp2_shards_hf_model_states_over_the_data_parallel_ranks() {
     h.layout.hsdp_replicas = 2;
     let hs = train("meta-llama__Llama-3.1-8B", &h);
     assert_eq!(hs.ranks[0].optimizer_bytes, one.optimizer_bytes.div_ceil(4));
+}
+
+/// meta-llama/Llama-3.1-70B's config.json (https://huggingface.co/meta-llama/Llama-3.1-70B): the
+/// 8B's with hidden 8192, MLP 28672, 80 layers, 64 heads — 70,553,706,496 parameters.
+const LLAMA_31_70B: &str = r#"{"architectures":["LlamaForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+"hidden_act":"silu","hidden_size":8192,"intermediate_size":28672,"max_position_embeddings":131072,"mlp_bias":false,
+"model_type":"llama","num_attention_heads":64,"num_hidden_layers":80,"num_key_value_heads":8,"rms_norm_eps":1e-05,
+"rope_scaling":{"factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},
+"rope_theta":500000.0,"tie_word_embeddings":false,"torch_dtype":"bfloat16","vocab_size":128256}"#;
+
+#[test]
+fn llama31_70b_tp8_serving_weights_per_gpu_are_worked_by_hand() {
+    let spec = vram_core::parse_config(LLAMA_31_70B, None).unwrap();
+    assert_eq!(spec.derived().params.total, 70_553_706_496);
+    let mut s = Scenario::inference();
+    s.engine = Engine::Vllm;
+    s.serving.tensor_parallel_size = 8;
+    let e = vram_core::infer::estimate_inference(&spec, &s, &DeviceOverheads::default()).unwrap();
+    // Embedding and lm_head 128,256 × 8,192 each (128,256 is a multiple of vLLM's 64-row padding)
+    // split 8 ways: 262,668,288. Layers: 80 × 855,654,400 of which the 2 × 8,192 RMSNorm weights
+    // per layer are replicated: (68,452,352,000 − 1,310,720) / 8 + 1,310,720 = 8,557,690,880.
+    // Final norm 8,192. 8,820,367,360 parameters × 2 B, plus the rotary cos/sin cache every rank
+    // builds (131,072 positions × 128 × 2 B = 33,554,432).
+    assert_eq!(
+        e.serving.weights_per_gpu_bytes,
+        8_820_367_360 * 2 + 131_072 * 128 * 2
+    );
+}
+
+#[test]
+fn planner_never_proposes_a_layout_that_does_not_fit_and_finds_tp8_for_70b_serving() {
+    let spec = vram_core::parse_config(LLAMA_31_70B, None).unwrap();
+    let gpu = *vram_core::gpu_catalog::find("h100-80").unwrap();
+    let mut base = Scenario::inference();
+    base.seq_len = 8192;
+    base.batch = 32;
+    let req = vram_core::plan::PlanRequest {
+        task: vram_core::plan::PlanTask::Serve,
+        base,
+        gpu,
+        gpus: 8,
+        gpus_per_node: 8,
+        global_batch: 0,
+        framework: None,
+    };
+    let r = vram_core::plan::plan(&spec, &req, "meta-llama/Llama-3.1-70B");
+    assert!(!r.plans.is_empty());
+    for p in &r.plans {
+        assert!(p.fits && p.max_rank_device_bytes * 100 <= p.usable_bytes * 95);
+    }
+    // 141 GB of bf16 weights need at least 2 GPUs before any KV cache; the plans use 4 or 8.
+    assert!(r.plans.iter().all(|p| p.gpus >= 4));
+    assert!(r.plans.iter().any(|p| p.tensor_parallel_size == 8));
+    assert!(r.plans[0].launch[0].text.contains("--tensor-parallel-size"));
+}
+
+#[test]
+fn planner_training_plans_all_fit_with_headroom_and_rank_fewest_gpus_first() {
+    let spec = spec("meta-llama__Llama-2-7b-hf");
+    let gpu = *vram_core::gpu_catalog::find("h100-80").unwrap();
+    let base = Scenario {
+        dtype: Dtype::Bf16,
+        mixed_precision: MixedPrecision::Bf16,
+        batch: 2,
+        seq_len: 4096,
+        ..Scenario::default()
+    };
+    let req = vram_core::plan::PlanRequest {
+        task: vram_core::plan::PlanTask::Train,
+        base,
+        gpu,
+        gpus: 16,
+        gpus_per_node: 8,
+        global_batch: 256,
+        framework: Some(Framework::Megatron),
+    };
+    let r = vram_core::plan::plan(&spec, &req, "meta-llama/Llama-2-7b-hf");
+    assert!(!r.plans.is_empty());
+    let usable = gpu.usable_bytes;
+    for p in &r.plans {
+        assert!(
+            p.ranks.iter().all(|k| k.device_bytes * 100 <= usable * 95),
+            "{}",
+            p.summary
+        );
+    }
+    assert!(r.plans.windows(2).all(|w| w[0].gpus <= w[1].gpus));
+    // The published layouts of PR #482 (DP·TP·PP = 8 on 80 GB cards) are among the fitting ones.
+    assert!(r
+        .plans
+        .iter()
+        .any(|p| p.gpus == 8 && p.layout.tp == 2 && p.layout.pp == 1));
+    let megatron = &r.plans[0].launch[0].text;
+    assert!(megatron.contains("--tensor-model-parallel-size"));
+    assert!(megatron.contains("--micro-batch-size"));
 }

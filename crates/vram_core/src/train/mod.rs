@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use solve::{max_batch, max_seq_len, Budget, BudgetKind};
 
 /// The training budget (`train` in `vram estimate --json`). Device figures are per GPU.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrainEstimate {
     /// Weights resident on one GPU (quantized base + adapters for QLoRA; the partition at ZeRO-3).
     pub weights_bytes: u64,

@@ -4,7 +4,7 @@
 use super::ranks::{self, RankEstimate};
 use super::{estimate_training_counting, Counting, TrainEstimate};
 use crate::error::ScenarioError;
-use crate::layout::Layout;
+use crate::layout::{Framework, Layout};
 use crate::report::{DeviceOverheads, Phase, Term};
 use crate::scenario::{Scenario, ZeroStage};
 use crate::spec::ModelSpec;
@@ -69,18 +69,46 @@ pub(super) fn estimate(
     overheads: &DeviceOverheads,
     counting: Counting,
 ) -> Result<TrainEstimate, ScenarioError> {
-    // The same step on one GPU: the HF framework's activations per rank, the parameter counts and
-    // the precision.
-    let one_gpu = Scenario {
-        gpus: 1,
-        zero: ZeroStage(0),
-        offload_optimizer: false,
-        offload_params: false,
-        layout: Layout::default(),
-        ..scenario.clone()
+    // The HF framework: the same step on one GPU gives the activations per rank and the model
+    // states that FSDP2 shards. The other frameworks are modelled from the tensors alone.
+    let single = if scenario.layout.framework == Framework::Hf {
+        let one_gpu = Scenario {
+            gpus: 1,
+            zero: ZeroStage(0),
+            offload_optimizer: false,
+            offload_params: false,
+            layout: Layout::default(),
+            ..scenario.clone()
+        };
+        Some(estimate_training_counting(
+            spec, &one_gpu, overheads, counting,
+        )?)
+    } else {
+        None
     };
-    let single = estimate_training_counting(spec, &one_gpu, overheads, counting)?;
-    let ranks = ranks::ranks(spec, scenario, overheads, &single)?;
+    let ranks = ranks::ranks(spec, scenario, overheads, single.as_ref())?;
+    let counts = &spec.derived().params;
+    let (trainable_params, frozen_params, param_bytes, compute_bytes, autocast) = match &single {
+        Some(s) => (
+            s.trainable_params,
+            s.frozen_params,
+            s.param_bytes,
+            s.compute_bytes,
+            s.autocast,
+        ),
+        None => {
+            let half = scenario.mixed_precision != crate::scenario::MixedPrecision::None
+                || scenario.dtype != crate::scenario::Dtype::Fp32;
+            let e = if half { 2 } else { 4 };
+            (
+                counts.trainable,
+                counts.total.saturating_sub(counts.trainable),
+                e,
+                e,
+                false,
+            )
+        }
+    };
     let top = ranks
         .iter()
         .max_by_key(|r| r.device_bytes)
@@ -288,11 +316,11 @@ pub(super) fn estimate(
         device_bytes: top.device_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,
         workspace_bytes: overheads.workspace_bytes,
-        trainable_params: single.trainable_params,
-        frozen_params: single.frozen_params,
-        param_bytes: single.param_bytes,
-        compute_bytes: single.compute_bytes,
-        autocast: single.autocast,
+        trainable_params,
+        frozen_params,
+        param_bytes,
+        compute_bytes,
+        autocast,
         gpus,
         zero_stage: scenario.zero.0,
         cpu_offload_bytes: top.host_bytes,

@@ -24,10 +24,12 @@
 //! - In-flight micro-batches: 1F1B stage `i` of `pp` holds `min(pp − i, m)`; interleaved holds
 //!   `(pp − i − 1) · 2 + (vpp − 1) · pp + 1` model-chunk micro-batches
 //!   (megatron/core/pipeline_parallel/schedules.py `get_pp_rank_microbatches` warm-up counts).
-//! - FSDP2 (`fully_shard` per block): sharded parameters, gradients and states over the shard group,
-//!   the gathered block being computed plus the one prefetched (all blocks of the stage when
-//!   `reshard_after_forward=False`), and the block's unsharded gradient with its fp32
-//!   reduce-scatter input (torchtitan's `MixedPrecisionPolicy(param_dtype=bf16,
+//! - FSDP2 (`fully_shard` per block, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py):
+//!   sharded parameters, gradients and states over the shard group; the block being computed
+//!   (all-gather output + unsharded parameters ≈ 2 blocks in the compute dtype) and the previous
+//!   block's all-gather output, alive until the next copy-in (every block of the stage when
+//!   `reshard_after_forward=False`); in backward the block's unsharded gradient and up to two fp32
+//!   reduce-scatter inputs (torchtitan's `MixedPrecisionPolicy(param_dtype=bf16,
 //!   reduce_dtype=float32)`).
 //! - NCCL: each communicator a rank joins allocates its own buffers outside PyTorch's allocator
 //!   (visible to `nvidia-smi` only): `NCCL_BUFFSIZE` (4 MiB) per channel and connection; 32 such
@@ -349,14 +351,16 @@ fn in_flight(layout: &Layout, stage: u64, micro_batches: u64) -> u64 {
 
 /// Per-rank figures of a parallel layout. `single` is the HF estimate of the same scenario on one
 /// GPU (its activation figures are the HF framework's per-rank activations, which data
-/// parallelism does not change).
+/// parallelism does not change); the other frameworks do not read it (pass `None`).
 pub fn ranks(
     spec: &ModelSpec,
     scenario: &Scenario,
     overheads: &DeviceOverheads,
-    single: &TrainEstimate,
+    single: Option<&TrainEstimate>,
 ) -> Result<Vec<RankEstimate>, ScenarioError> {
     let layout = &scenario.layout;
+    let empty = TrainEstimate::default();
+    let single = single.unwrap_or(&empty);
     layout.validate(scenario.gpus, Some(spec))?;
     if layout.framework != Framework::Hf {
         if spec.kind != ModelKind::DecoderOnly {
@@ -476,19 +480,24 @@ pub fn ranks(
                     )
                 };
                 let unit = sp_params.largest_unit;
+                // A group being computed holds its flat all-gather output and the unsharded
+                // parameters (≈ 2 × the block in the compute dtype); the previous group's output
+                // lives until the next copy-in (_fsdp_param_group.py): 3 blocks. Without
+                // resharding after forward every block stays gathered until its backward.
                 let gathered = if !layout.fsdp2 {
                     0
                 } else if layout.reshard_after_forward {
-                    unit.saturating_mul(e).saturating_mul(2)
+                    unit.saturating_mul(e).saturating_mul(3)
                 } else {
                     params
                         .saturating_mul(e)
-                        .saturating_add(unit.saturating_mul(e))
+                        .saturating_add(unit.saturating_mul(e).saturating_mul(2))
                 };
-                // Backward: the block's unsharded gradient in the compute dtype and its fp32
-                // reduce-scatter input (DDP instead keeps a flat bucket copy of all gradients).
+                // Backward: the block's unsharded gradient in the compute dtype and up to two fp32
+                // reduce-scatter inputs (current and previous group); DDP instead keeps a flat
+                // bucket copy of all gradients.
                 let rs = if layout.fsdp2 {
-                    unit.saturating_mul(e + 4)
+                    unit.saturating_mul(e + 8)
                 } else if dp > 1 {
                     g
                 } else {
@@ -568,7 +577,28 @@ pub fn ranks(
         } else {
             0
         };
-        let comm = p2p.saturating_add(tp_gather).saturating_add(gathered);
+        // Ring context parallelism: K/V blocks received from the neighbour, double-buffered
+        // (TE attention with cp_comm_type p2p).
+        let cp_kv = if layout.cp > 1 {
+            layer_specs
+                .iter()
+                .filter_map(|l| l.attention)
+                .map(|a| {
+                    tokens
+                        .saturating_mul(a.num_kv_heads * (a.head_dim + a.v_head_dim))
+                        .saturating_mul(e)
+                        .saturating_mul(2)
+                        / tp
+                })
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let comm = p2p
+            .saturating_add(tp_gather)
+            .saturating_add(gathered)
+            .saturating_add(cp_kv);
         let logits_transient =
             if sp_params.has_head && i == stages.len() - 1 && layout.framework != Framework::Hf {
                 tokens.saturating_mul(vpad).saturating_mul(e) / tp
