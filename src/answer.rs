@@ -69,6 +69,59 @@ pub struct Answer {
     /// Training: the largest micro-batch and the longest sequence that fit (None inside: not even
     /// 1; None outside: not computed yet, or not a training task).
     pub largest: Option<(Option<u64>, Option<u64>)>,
+    /// A parallel layout's kinds of rank, each with its own stacked bar (empty when every GPU
+    /// holds the same).
+    pub ranks: Vec<RankBar>,
+}
+
+/// One kind of rank of a parallel layout in the verdict: its GPUs and what fills each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankBar {
+    /// First and last pipeline stage.
+    pub stages: (u64, u64),
+    /// `embedding`, `head`, `embedding+head` or `layers`.
+    pub role: String,
+    /// GPUs of this kind.
+    pub count: u64,
+    /// Device bytes of one of them.
+    pub device_bytes: u64,
+    /// The same keys as the answer's segments.
+    pub segments: Vec<Segment>,
+}
+
+fn rank_bar(r: &vram_core::train::ranks::RankEstimate) -> RankBar {
+    let parts = [
+        ("weights", r.weights_bytes),
+        ("gradients", r.gradients_bytes),
+        ("optimizer", r.optimizer_bytes),
+        ("activations", r.activations_bytes),
+        ("communication", r.communication_bytes),
+    ];
+    let tensors: u64 = parts.iter().map(|p| p.1).sum();
+    let mut segments: Vec<Segment> = parts
+        .into_iter()
+        .chain([
+            ("transient", r.peak_allocated_bytes.saturating_sub(tensors)),
+            (
+                "overhead",
+                r.device_bytes
+                    .saturating_sub(r.peak_allocated_bytes.max(tensors)),
+            ),
+        ])
+        .filter(|p| p.1 > 0)
+        .map(|(key, bytes)| Segment {
+            key: key.into(),
+            bytes,
+        })
+        .collect();
+    segments.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+    RankBar {
+        stages: (r.stage, r.last_stage),
+        role: r.role.clone(),
+        count: r.count,
+        device_bytes: r.device_bytes,
+        segments,
+    }
 }
 
 impl Answer {
@@ -168,6 +221,11 @@ pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
         host_bytes_per_gpu: r.host_bytes,
         serve: serve.flatten(),
         largest: None,
+        ranks: if r.ranks.len() > 1 {
+            r.ranks.iter().map(rank_bar).collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -209,5 +267,6 @@ pub fn answer_local(page: &PageScenario, r: &crate::local::LocalResult) -> Answe
         host_bytes_per_gpu: r.est.host_total_bytes,
         serve: None,
         largest: None,
+        ranks: Vec::new(),
     }
 }

@@ -136,6 +136,9 @@ pub struct ModeResult {
     pub notes: Vec<String>,
     /// vLLM serving figures (inference with the vLLM engine).
     pub serving: Option<infer::ServingEstimate>,
+    /// Every kind of rank of a parallel training layout (empty for plain data parallel, where all
+    /// GPUs hold the same).
+    pub ranks: Vec<vram_core::train::ranks::RankEstimate>,
 }
 
 /// Results of the page.
@@ -231,6 +234,11 @@ pub fn train_base(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Result<M
         host_bytes: e.cpu_offload_bytes,
         notes: Vec::new(),
         serving: None,
+        ranks: if s.layout.is_model_parallel() {
+            e.ranks.clone()
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -291,6 +299,7 @@ pub fn infer_base(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String> 
         host_bytes: 0,
         notes: e.notes.clone(),
         serving: (s.engine == Engine::Vllm).then(|| e.serving.clone()),
+        ranks: Vec::new(),
     })
 }
 

@@ -402,7 +402,10 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
                 "覆盖 GPU 的可用显存，例如 nvidia-smi 显示的空闲值。",
             ),
         ),
-        _ => ((key_static(key), ""), (key_static(key), "")),
+        _ => match crate::i18n_parallel::layout_field(lang, key) {
+            Some(pair) => (pair, pair),
+            None => ((key_static(key), ""), (key_static(key), "")),
+        },
     };
     if zh {
         cn
@@ -441,6 +444,10 @@ pub fn component(lang: Lang, key: &str) -> String {
         ("cache_growth", true) => "KV 缓存增长（解码）",
         ("load_transient", false) => "Load transient",
         ("load_transient", true) => "加载临时张量",
+        ("communication", false) => "Communication buffers",
+        ("communication", true) => "通信缓冲",
+        ("transient", false) => "Backward temporaries",
+        ("transient", true) => "反向临时张量",
         _ => return key.replace('_', " "),
     };
     s.to_string()
@@ -891,6 +898,16 @@ mod field_label_tests {
         "seq_len",
         "weights",
         "zero",
+        "framework",
+        "tp",
+        "pp",
+        "cp",
+        "ep",
+        "sequence_parallel",
+        "distributed_optimizer",
+        "fsdp2",
+        "recompute",
+        "global_batch",
     ];
 
     /// The keys `scenario_form.rs` passes to its field helpers (`number_field(state, "batch", …)`).

@@ -15,7 +15,7 @@ use vram_core::Scenario;
 pub struct LaunchBlock {
     /// What the block is (`vLLM`, `DeepSpeed config (ds_config.json)`, ...).
     pub title: String,
-    /// Its language, for highlighting: `sh`, `json`, `python` or `yaml`.
+    /// Its language, for highlighting: `sh`, `json`, `python`, `yaml` or `toml`.
     pub language: &'static str,
     /// The text.
     pub text: String,
@@ -39,6 +39,30 @@ pub fn launch_lines(model_id: &str, page: &PageScenario) -> Vec<LaunchBlock> {
         },
         Task::Finetune | Task::Train => {
             let s = page.training();
+            if s.layout.is_model_parallel() {
+                // Megatron-core, torchtitan and FSDP2 layouts: the core's launch configs (the
+                // same text `vram plan` prints); HF FSDP2 keeps the trainer's Python block.
+                let mut out = Vec::new();
+                if s.layout.framework == vram_core::scenario::Framework::Hf {
+                    out.push(training_block(model_id, s, page.task, false));
+                }
+                out.extend(
+                    vram_core::plan::launch::training_launch(s, model_id)
+                        .into_iter()
+                        .map(|l| LaunchBlock {
+                            title: l.title,
+                            language: match l.language.as_str() {
+                                "json" => "json",
+                                "yaml" => "yaml",
+                                "toml" => "toml",
+                                "python" => "python",
+                                _ => "sh",
+                            },
+                            text: l.text,
+                        }),
+                );
+                return out;
+            }
             let distributed = page.task == Task::Train || s.zero.0 > 0 || s.gpus > 1;
             let mut out = vec![training_block(model_id, s, page.task, distributed)];
             if distributed {

@@ -211,6 +211,7 @@ fn mode_card(
                 " · " {t.largest_seq} ": " <strong data-testid=format!("{key}-max-seq")>{fit_value(|r| r.max_seq)}</strong>
             </p>
             {serving}
+            {move || mode.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).and_then(|r| crate::parallel_view::ranks_view(state, r)))}
             {move || mode.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).and_then(|r| measured_table(state, r)))}
             <h3>{t.breakdown}</h3>
             <div class="table-wrap">
@@ -713,7 +714,7 @@ pub fn ResultsView() -> impl IntoView {
                     }}
                 </div>
             })}
-            {move || has_results.get().then(|| view! { <UnitsToggle /> <Charts res=res /> <ShareExport results=results /> })}
+            {move || has_results.get().then(|| view! { <crate::parallel_view::PlanCard /> <UnitsToggle /> <Charts res=res /> <ShareExport results=results /> })}
         </div>
     }
 }

@@ -9,8 +9,8 @@ use crate::state::{use_state, AppState};
 use leptos::prelude::*;
 use vram_core::gpu_catalog::GPUS;
 use vram_core::scenario::{
-    AttentionImpl, BaseQuant, Dtype, Engine, FlashAttn, Lora, LoraTargets, MixedPrecision,
-    Optimizer, ZeroStage,
+    AttentionImpl, BaseQuant, Dtype, Engine, FlashAttn, Framework, Layout, Lora, LoraTargets,
+    MixedPrecision, Optimizer, Recompute, ZeroStage,
 };
 use vram_core::units::GIB;
 use wasm_bindgen::JsCast;
@@ -367,6 +367,7 @@ fn finetune_fields(state: AppState) -> impl IntoView {
                 {zero_fields(state)}
             </div>
         </details>
+        {layout_fields(state, false)}
     }
 }
 
@@ -385,7 +386,117 @@ fn train_fields(state: AppState) -> impl IntoView {
             <summary>{move || t().advanced}</summary>
             <div class="form-grid">
                 {training_attention_field(state)}
-                {zero_fields(state)}
+                {move || (state.page.with(|p| p.training().layout.framework) == Framework::Hf).then(|| zero_fields(state))}
+            </div>
+        </details>
+        {layout_fields(state, true)}
+    }
+}
+
+/// Rounds the GPU count up to a multiple of `tp · pp · cp`, so that changing a parallel size keeps a
+/// valid layout (the core rejects a product that does not divide the GPUs).
+fn fit_gpus(s: &mut vram_core::Scenario) {
+    let mp = s.layout.model_parallel_size();
+    if !s.gpus.is_multiple_of(mp) {
+        s.gpus = s.gpus.div_ceil(mp).saturating_mul(mp);
+    }
+    if s.layout.tp <= 1 {
+        s.layout.sequence_parallel = false;
+    }
+}
+
+fn framework_key(f: Framework) -> &'static str {
+    f.name()
+}
+
+/// The parallel layout: framework, TP / PP / CP / EP, sharding and recomputation (docs/formulas/
+/// parallel.md). Fine-tuning (HF peft) offers FSDP2 only.
+fn layout_fields(state: AppState, full_training: bool) -> impl IntoView {
+    let t = move || state.lang.get().parallel();
+    let framework = move || state.page.with(|p| p.training().layout.framework);
+    let moe = move || {
+        state.model.with(|m| {
+            m.as_ref()
+                .is_some_and(|m| vram_core::layout::num_experts(&m.spec) > 1)
+        })
+    };
+    view! {
+        <details class="advanced" data-testid="layout">
+            <summary>{move || t().layout}</summary>
+            <div class="form-grid">
+                {full_training.then(|| select_field(
+                    state,
+                    "framework",
+                    |_| opts(&[("hf", "HF Trainer (DeepSpeed / FSDP2)"), ("megatron", "Megatron-core"), ("torchtitan", "torchtitan")]),
+                    |p| framework_key(p.training().layout.framework).to_string(),
+                    |p, v| {
+                        let t = p.training_mut();
+                        let f = match v {
+                            "megatron" => Framework::Megatron,
+                            "torchtitan" => Framework::Torchtitan,
+                            _ => Framework::Hf,
+                        };
+                        t.layout.framework = f;
+                        match f {
+                            Framework::Hf => {
+                                let fsdp2 = t.layout.fsdp2;
+                                t.layout = Layout { fsdp2, ..Layout::default() };
+                            }
+                            Framework::Megatron => {
+                                t.zero = ZeroStage(0);
+                                t.offload_optimizer = false;
+                                t.offload_params = false;
+                                t.layout.fsdp2 = false;
+                                t.layout.distributed_optimizer = t.gpus > 1;
+                            }
+                            Framework::Torchtitan => {
+                                t.zero = ZeroStage(0);
+                                t.offload_optimizer = false;
+                                t.offload_params = false;
+                                t.layout.distributed_optimizer = false;
+                                t.layout.fsdp2 = t.gpus > 1;
+                            }
+                        }
+                        fit_gpus(t);
+                    },
+                ))}
+                {move || (framework() != Framework::Hf).then(|| view! {
+                    {number_field(state, "tp", |p| p.training().layout.tp, |p, v| { let t = p.training_mut(); t.layout.tp = v; fit_gpus(t); })}
+                    {number_field(state, "pp", |p| p.training().layout.pp, |p, v| { let t = p.training_mut(); t.layout.pp = v; fit_gpus(t); })}
+                    {number_field(state, "cp", |p| p.training().layout.cp, |p, v| { let t = p.training_mut(); t.layout.cp = v; fit_gpus(t); })}
+                    {move || moe().then(|| number_field(state, "ep", |p| p.training().layout.ep, |p, v| p.training_mut().layout.ep = v))}
+                    {check_field(state, "sequence_parallel", |p| p.training().layout.sequence_parallel, |p, v| p.training_mut().layout.sequence_parallel = v)}
+                    {select_field(
+                        state,
+                        "recompute",
+                        |lang| if lang == Lang::Zh {
+                            opts(&[("none", "不重算"), ("selective", "选择性（注意力核心）"), ("full", "完全（每层只留输入）")])
+                        } else {
+                            opts(&[("none", "none"), ("selective", "selective (attention core)"), ("full", "full (layer inputs only)")])
+                        },
+                        |p| match p.training().layout.recompute {
+                            Recompute::None => "none".into(),
+                            Recompute::Selective => "selective".into(),
+                            Recompute::Full => "full".into(),
+                        },
+                        |p, v| p.training_mut().layout.recompute = match v {
+                            "selective" => Recompute::Selective,
+                            "full" => Recompute::Full,
+                            _ => Recompute::None,
+                        },
+                    )}
+                    {number_field(state, "global_batch", |p| p.training().layout.global_batch, |p, v| p.training_mut().layout.global_batch = v)}
+                })}
+                {move || (framework() == Framework::Megatron).then(|| check_field(state, "distributed_optimizer", |p| p.training().layout.distributed_optimizer, |p, v| p.training_mut().layout.distributed_optimizer = v))}
+                {move || (framework() != Framework::Megatron).then(|| check_field(state, "fsdp2", |p| p.training().layout.fsdp2, |p, v| {
+                    let t = p.training_mut();
+                    t.layout.fsdp2 = v;
+                    if v {
+                        t.zero = ZeroStage(0);
+                        t.offload_optimizer = false;
+                        t.offload_params = false;
+                    }
+                }))}
             </div>
         </details>
     }

@@ -236,7 +236,42 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
             .map(|s| format!("{} {}", segment_label(lang, &s.key), b(s.bytes)))
             .collect::<Vec<_>>()
             .join(", ");
-        let rows = (0..gpus.min(8))
+        let color =
+            |key: &str, i: usize| a.segments.iter().position(|s| s.key == key).unwrap_or(i) % 6;
+        let rank_rows = (!a.ranks.is_empty()).then(|| {
+            let t = lang.parallel();
+            a.ranks
+                .iter()
+                .map(|r| {
+                    let segs = r
+                        .segments
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| {
+                            let w = s.bytes as f64 * 100.0 / scale;
+                            let title = format!("{}: {}", segment_label(lang, &s.key), b(s.bytes));
+                            view! { <span class=format!("seg seg-{}", color(&s.key, i)) style=format!("width:{w:.3}%") title=title></span> }
+                        })
+                        .collect_view();
+                    let stages = if r.stages.0 == r.stages.1 {
+                        format!("{} {}", t.stage, r.stages.0)
+                    } else {
+                        format!("{} {}–{}", t.stages, r.stages.0, r.stages.1)
+                    };
+                    view! {
+                        <div class="gpu-bar-row" data-testid="verdict-rank" data-bytes=r.device_bytes.to_string()>
+                            <span class="gpu-bar-label" title=format!("{} × {}", r.count, t.ranks)>{format!("{stages} ×{}", r.count)}</span>
+                            <div class="gpu-bar" role="img" aria-label=format!("{stages}: {}", b(r.device_bytes))>
+                                {segs}
+                                <span class="limit" style=format!("left:{limit:.3}%")></span>
+                            </div>
+                        </div>
+                    }
+                })
+                .collect_view()
+        });
+        let per_gpu = a.ranks.is_empty();
+        let rows = (0..if per_gpu { gpus.min(8) } else { 0 })
             .map(|g| {
                 view! {
                     <div class="gpu-bar-row">
@@ -249,7 +284,7 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
                 }
             })
             .collect_view();
-        let more = (gpus > 8).then(|| {
+        let more = (per_gpu && gpus > 8).then(|| {
             view! { <p class="hint">{format!("… {} GPUs, each the same", gpus)}</p> }
         });
         let legend = a
@@ -264,6 +299,7 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
             .collect_view();
         view! {
             <div class="gpu-bars" data-testid="gpu-bars">
+                {rank_rows}
                 {rows}
                 {more}
                 <ul class="legend">

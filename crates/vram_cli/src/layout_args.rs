@@ -2,7 +2,7 @@
 //! `layout` part of the scenario.
 
 use clap::{Args, ValueEnum};
-use vram_core::layout::{Framework, Recompute};
+use vram_core::layout::{Framework, Recompute, TransformerImpl};
 use vram_core::Scenario;
 
 /// `--framework`.
@@ -27,7 +27,17 @@ pub enum RecomputeArg {
     Full,
 }
 
-/// Layout flags (`--tp` is shared with vLLM serving: it sets both).
+/// `--transformer-impl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransformerImplArg {
+    /// Transformer Engine layers (Megatron-core's default).
+    TransformerEngine,
+    /// The local (legacy) layers.
+    Local,
+}
+
+/// Layout flags (`--tp` is shared with vLLM serving: with `--framework megatron|torchtitan` it
+/// is also the training layout's TP).
 #[derive(Args, Debug, Default, Clone)]
 pub struct LayoutArgs {
     /// Training framework whose allocations are modelled.
@@ -85,6 +95,13 @@ pub struct LayoutArgs {
     /// micro-batches per step.
     #[arg(long)]
     pub global_batch: Option<u64>,
+    /// Megatron's layer implementation (`--transformer-impl`).
+    #[arg(long, value_enum)]
+    pub transformer_impl: Option<TransformerImplArg>,
+    /// Megatron's default 0.1 hidden / attention dropout is on (pretrain_gpt.py without
+    /// `--hidden-dropout 0 --attention-dropout 0`).
+    #[arg(long)]
+    pub megatron_dropout: bool,
 }
 
 impl LayoutArgs {
@@ -114,7 +131,9 @@ impl LayoutArgs {
         } else if self.nodes.is_some() && s.gpus == 1 {
             anyhow::bail!("--nodes needs --gpus-per-node (or --gpus for the total)");
         }
-        if let Some(t) = tp {
+        // `--tp` is vLLM's tensor parallelism unless a framework that trains with TP is named
+        // (HF Trainer runs data parallel only), so `--train --infer --tp 2` keeps meaning vLLM.
+        if let Some(t) = tp.filter(|_| l.framework != Framework::Hf) {
             l.tp = t;
         }
         let set = |dst: &mut u64, v: Option<u64>| {
@@ -137,6 +156,13 @@ impl LayoutArgs {
             l.reshard_after_forward = false;
         }
         l.distributed_optimizer |= self.distributed_optimizer;
+        if let Some(i) = self.transformer_impl {
+            l.transformer_impl = match i {
+                TransformerImplArg::TransformerEngine => TransformerImpl::TransformerEngine,
+                TransformerImplArg::Local => TransformerImpl::Local,
+            };
+        }
+        l.dropout |= self.megatron_dropout;
         if let Some(r) = self.recompute {
             l.recompute = match r {
                 RecomputeArg::None => Recompute::None,

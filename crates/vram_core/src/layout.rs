@@ -48,6 +48,20 @@ impl Framework {
     }
 }
 
+/// Megatron's transformer implementation (`--transformer-impl`): what a layer saves for backward.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransformerImpl {
+    /// Transformer Engine (the default of Megatron-core): fused SwiGLU saves fc1's output and its
+    /// activation (3 × ffn per token); the attention output is the projection's input.
+    #[default]
+    TransformerEngine,
+    /// The local (legacy `megatron/model`) layer: SwiGLU as `silu(x0) * x1` saves fc1's output,
+    /// silu's output and the product (4 × ffn); flash-attn's output is made contiguous again for
+    /// the projection (one more hidden-size tensor).
+    Local,
+}
+
 /// Activation recomputation (Megatron `--recompute-granularity`; HF `gradient_checkpointing`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -102,6 +116,12 @@ pub struct Layout {
     /// Sequences per optimizer step over all data-parallel ranks (0: micro-batch × dp ×
     /// accumulation, i.e. `Scenario::grad_accumulation` decides).
     pub global_batch: u64,
+    /// Megatron's layer implementation.
+    pub transformer_impl: TransformerImpl,
+    /// Megatron's default dropout (`--hidden-dropout 0.1 --attention-dropout 0.1`, the
+    /// pretrain_gpt.py defaults) is on: each layer saves two 1-byte hidden-size masks per token.
+    /// Off for recipes that set both to 0 (Llama-style models, Megatron-Bridge's HF conversions).
+    pub dropout: bool,
 }
 
 impl Default for Layout {
@@ -124,6 +144,8 @@ impl Default for Layout {
             distributed_optimizer: false,
             recompute: Recompute::None,
             global_batch: 0,
+            transformer_impl: TransformerImpl::TransformerEngine,
+            dropout: false,
         }
     }
 }

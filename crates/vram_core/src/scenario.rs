@@ -3,7 +3,7 @@
 //! measurement probe, so the three always describe the same run.
 
 use crate::error::ScenarioError;
-pub use crate::layout::{Framework, Layout, Recompute};
+pub use crate::layout::{Framework, Layout, Recompute, TransformerImpl};
 use serde::{Deserialize, Serialize};
 
 /// Train or serve.

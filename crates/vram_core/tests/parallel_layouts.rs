@@ -307,3 +307,49 @@ fn planner_training_plans_all_fit_with_headroom_and_rank_fewest_gpus_first() {
     assert!(megatron.contains("--tensor-model-parallel-size"));
     assert!(megatron.contains("--micro-batch-size"));
 }
+
+/// Megatron-LM PR #482 (https://github.com/NVIDIA/Megatron-LM/pull/482): Llama-2-7B on 8 × H800,
+/// `torch.cuda.max_memory_allocated` in GiB, 2023 legacy layers with Megatron's default dropout,
+/// distributed optimizer, seq 2048 (docs/accuracy-parallel.md). Each within 1 %.
+#[test]
+fn megatron_pr482_llama2_7b_rows_are_within_one_percent() {
+    let llama = spec("meta-llama__Llama-2-7b-hf");
+    for (tp, pp, mbs, gbs, measured_gib) in [
+        (1u64, 1u64, 2u64, 2048u64, 69.1f64),
+        (2, 1, 4, 512, 55.7),
+        (1, 2, 2, 2048, 49.8),
+        (8, 1, 4, 128, 28.8),
+    ] {
+        let mut s = megatron(8, tp, pp);
+        s.batch = mbs;
+        s.seq_len = 2048;
+        s.layout.sequence_parallel = false;
+        s.layout.distributed_optimizer = true;
+        s.layout.global_batch = gbs;
+        s.layout.transformer_impl = vram_core::layout::TransformerImpl::Local;
+        s.layout.dropout = true;
+        let e = estimate_training(&llama, &s, &DeviceOverheads::default()).unwrap();
+        let gib = e.peak_allocated_bytes as f64 / (1u64 << 30) as f64;
+        let err = gib / measured_gib - 1.0;
+        assert!(
+            err.abs() < 0.01,
+            "tp {tp} pp {pp}: {gib:.2} GiB vs {measured_gib} ({:+.1} %)",
+            err * 100.0
+        );
+    }
+}
+
+/// Megatron-Bridge's Qwen3-30B-A3B EP 16 on 16 × H100: rank-0 peak allocated 62.166 GiB
+/// (skills/nemo-mbridge-perf-moe-hardware-configs/SKILL.md). Within 5 %.
+#[test]
+fn megatron_bridge_qwen3_30b_ep16_is_within_five_percent() {
+    let q = spec("Qwen__Qwen3-30B-A3B");
+    let mut s = megatron(16, 1, 1);
+    s.layout.ep = 16;
+    s.layout.etp = 1;
+    s.layout.distributed_optimizer = true;
+    s.layout.global_batch = 1024;
+    let e = estimate_training(&q, &s, &DeviceOverheads::default()).unwrap();
+    let gib = e.peak_allocated_bytes as f64 / (1u64 << 30) as f64;
+    assert!((gib / 62.166 - 1.0).abs() < 0.05, "{gib:.2} GiB vs 62.166");
+}

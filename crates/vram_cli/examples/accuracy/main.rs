@@ -283,6 +283,12 @@ fn main() -> anyhow::Result<()> {
     out.push('\n');
     out.push_str(&published);
     out.push('\n');
+    // Per-rank rows of parallel layouts (published multi-GPU runs, estimated with `vram estimate`):
+    // kept in their own file, as the llama.cpp section is.
+    if let Ok(parallel) = std::fs::read_to_string(root.join("docs/accuracy-parallel.md")) {
+        out.push_str(&parallel);
+        out.push('\n');
+    }
     out.push_str(&infer::section(
         &reports.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
     ));

@@ -4,7 +4,7 @@
 //!
 //! Flag names as the projects spell them: Megatron-LM megatron/training/arguments.py
 //! (`--tensor-model-parallel-size`, `--pipeline-model-parallel-size`,
-//! `--num-layers-per-virtual-pipeline-stage`, `--context-parallel-size`,
+//! `--num-virtual-stages-per-pipeline-rank`, `--context-parallel-size`,
 //! `--expert-model-parallel-size`, `--expert-tensor-parallel-size`, `--sequence-parallel`,
 //! `--use-distributed-optimizer`, `--recompute-granularity`, `--decoder-first-pipeline-num-layers`);
 //! DeepSpeed's config keys (`zero_optimization.stage`, `offload_optimizer`,
@@ -85,18 +85,14 @@ fn torchrun(s: &Scenario) -> String {
 }
 
 /// Megatron-LM's `pretrain_gpt.py` arguments for the layout.
-pub fn megatron_args(s: &Scenario, num_layers: u64) -> String {
+pub fn megatron_args(s: &Scenario) -> String {
     let l = &s.layout;
     let mut args = vec![
         format!("--tensor-model-parallel-size {}", l.tp),
         format!("--pipeline-model-parallel-size {}", l.pp),
     ];
     if l.vpp > 1 {
-        let stage = l.stage_layers(num_layers).first().copied().unwrap_or(0);
-        args.push(format!(
-            "--num-layers-per-virtual-pipeline-stage {}",
-            (stage / l.vpp).max(1)
-        ));
+        args.push(format!("--num-virtual-stages-per-pipeline-rank {}", l.vpp));
     }
     if l.first_stage_layers > 0 {
         args.push(format!(
@@ -196,7 +192,7 @@ pub fn torchtitan_toml(s: &Scenario) -> String {
 }
 
 /// The launch texts of a training scenario's layout.
-pub fn training_launch(s: &Scenario, model_id: &str, num_layers: u64) -> Vec<LaunchText> {
+pub fn training_launch(s: &Scenario, model_id: &str) -> Vec<LaunchText> {
     let l = &s.layout;
     match l.framework {
         Framework::Megatron => vec![text(
@@ -205,7 +201,7 @@ pub fn training_launch(s: &Scenario, model_id: &str, num_layers: u64) -> Vec<Lau
             format!(
                 "{} pretrain_gpt.py \\\n    {} \\\n    # plus the model's architecture flags for {model_id}\n",
                 torchrun(s),
-                megatron_args(s, num_layers)
+                megatron_args(s)
             ),
         )],
         Framework::Torchtitan => vec![

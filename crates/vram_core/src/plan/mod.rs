@@ -380,7 +380,7 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
                     micro_batch: s.batch,
                     model_parallel: s.layout.model_parallel_size().saturating_mul(s.layout.ep),
                 },
-                launch: launch::training_launch(&s, model_id, spec.layers.len() as u64),
+                launch: launch::training_launch(&s, model_id),
                 ranks: e.ranks,
             });
         } else {

@@ -117,7 +117,9 @@ pub(super) fn estimate(
     let layout = &scenario.layout;
     let gpus = scenario.gpus.max(1);
     let dp = layout.dp(gpus);
-    let phases = ["forward", "backward", "optimizer"]
+    // Steady-state phases: every figure has the optimizer states and the gradient buffers
+    // (Megatron allocates its fp32 main-gradient buffer with the model).
+    let phases = ["forward_2", "backward_2", "optimizer_2"]
         .iter()
         .zip([
             top.forward_peak_bytes,
@@ -126,7 +128,7 @@ pub(super) fn estimate(
         ])
         .map(|(name, peak)| {
             let persistent = top.weights_bytes + top.gradients_bytes + top.optimizer_bytes;
-            let acts = if *name == "optimizer" {
+            let acts = if *name == "optimizer_2" {
                 0
             } else {
                 top.activations_bytes
@@ -142,7 +144,7 @@ pub(super) fn estimate(
                     ("activations".into(), acts),
                     (
                         "communication".into(),
-                        if *name == "optimizer" {
+                        if *name == "optimizer_2" {
                             0
                         } else {
                             top.communication_bytes
@@ -311,7 +313,7 @@ pub(super) fn estimate(
             .saturating_sub(top.weights_bytes + top.gradients_bytes + top.optimizer_bytes),
         buffers_bytes: top.communication_bytes,
         peak_allocated_bytes: top.peak_allocated_bytes,
-        peak_phase: top.peak_phase.clone(),
+        peak_phase: format!("{}_2", top.peak_phase),
         peak_reserved_bytes: top.peak_reserved_bytes,
         device_bytes: top.device_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,

@@ -254,9 +254,16 @@ fn layer_activation_bytes(
         // saved whole by the colwise linears.
         _ => (norms * h, norms * h),
     };
+    let local = layout.framework == Framework::Megatron
+        && layout.transformer_impl == crate::layout::TransformerImpl::Local;
     let mut sharded = 0u64; // × tokens / tp
     if let Some(a) = layer.attention {
         sharded = sharded.saturating_add(attention_saved(&a));
+        if local {
+            // legacy ParallelAttention: flash-attn's output rearranged to [s, b, h] contiguous
+            // for the dense projection, a second copy of it.
+            sharded = sharded.saturating_add(a.num_heads * a.v_head_dim);
+        }
     }
     if let Some(s) = layer.ssm {
         // in_proj output (x and z), conv output, dt, and the scan's output: ≈ 5 × d_inner.
@@ -267,7 +274,7 @@ fn layer_activation_bytes(
         Some(FfnSpec::Dense {
             intermediate_size: f,
             gated,
-        }) => sharded = sharded.saturating_add(mlp_saved(f, gated, layout.framework)),
+        }) => sharded = sharded.saturating_add(mlp_saved(f, gated, layout.framework, local)),
         Some(FfnSpec::Moe {
             num_experts,
             experts_per_token: k,
@@ -276,7 +283,7 @@ fn layer_activation_bytes(
             gated,
         }) => {
             if fs > 0 {
-                sharded = sharded.saturating_add(mlp_saved(fs, gated, layout.framework));
+                sharded = sharded.saturating_add(mlp_saved(fs, gated, layout.framework, local));
             }
             // Router logits and probabilities in fp32 (E per token), replicated over TP.
             let router = 2 * 4 * num_experts;
@@ -285,14 +292,20 @@ fn layer_activation_bytes(
             let routed_tokens = (tokens / sp).saturating_mul(k);
             let etp = layout.etp().max(1);
             let per_token = h.saturating_mul(e)
-                + mlp_saved(fe, gated, layout.framework).saturating_mul(e) / etp;
+                + mlp_saved(fe, gated, layout.framework, local).saturating_mul(e) / etp;
             expert_bytes = routed_tokens
                 .saturating_mul(per_token)
                 .saturating_add(tokens.saturating_mul(router) / sp);
         }
         None => {}
     }
-    let dropout_masks = if spec.hidden_dropout > 0.0 { 2 * h } else { 0 };
+    // The dropouts after attention and after the MLP save a 1-byte mask per hidden element
+    // (attention dropout runs inside flash attention: nothing saved).
+    let dropout_masks = if spec.hidden_dropout > 0.0 || layout.dropout {
+        2 * h
+    } else {
+        0
+    };
     let per_token_sp = norm_region.saturating_mul(e).saturating_add(dropout_masks);
     let lse = layer.attention.map_or(0, |a| 4 * a.num_heads);
     tokens
@@ -323,11 +336,12 @@ fn attention_saved(a: &AttentionSpec) -> u64 {
 }
 
 /// Elements per token an MLP of width `f` saves: TE's fused SwiGLU keeps fc1's output (2f) and its
-/// activation output (f); torchtitan's `w2(silu(w1 x) * w3 x)` keeps w1's and w3's outputs, silu's
-/// output and the product (4f); a plain MLP keeps fc1's output and the activation (2f).
-fn mlp_saved(f: u64, gated: bool, framework: Framework) -> u64 {
+/// activation output (f); Megatron's local `silu(x0) * x1` and torchtitan's
+/// `w2(silu(w1 x) * w3 x)` keep fc1's (w1's and w3's) outputs, silu's output and the product (4f);
+/// a plain MLP keeps fc1's output and the activation (2f).
+fn mlp_saved(f: u64, gated: bool, framework: Framework, local: bool) -> u64 {
     match (gated, framework) {
-        (true, Framework::Megatron) => 3 * f,
+        (true, Framework::Megatron) if !local => 3 * f,
         (true, _) => 4 * f,
         (false, _) => 2 * f,
     }

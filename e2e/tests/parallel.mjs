@@ -1,0 +1,46 @@
+// Issue 10: a parallel training layout on the page (Megatron TP × PP) shows one bar per pipeline
+// stage with the bytes `vram estimate --json` gives for each rank, and the largest rank is the
+// verdict; the Plan card lists layouts that fit with 5 % headroom on every rank, and applying one
+// makes the verdict that layout's largest rank.
+import { test, assert, assertEq, openApp, choosePreset, chooseTask, typeField, waitFor, waitVerdictTotal, verdictOf } from '../harness.mjs';
+import { cliEstimate } from '../cli.mjs';
+
+async function rankBytes(page, scope = '[data-testid="ranks"]') {
+  return page.evaluate((s) => [...document.querySelectorAll(`${s} [data-testid="rank-row"]`)].map((r) => r.dataset.bytes), scope);
+}
+
+test('train: Llama-2-7B with Megatron TP 2 × PP 2 on 8 GPUs shows each stage as vram estimate does, the largest as the verdict', async ({ page }) => {
+  await openApp(page);
+  await choosePreset(page, 'meta-llama__Llama-2-7b-hf');
+  await chooseTask(page, 'train');
+  await page.click('[data-testid="layout"] > summary');
+  await page.selectOption('[data-testid="f-framework"]', 'megatron');
+  await typeField(page, 'tp', 2);
+  await typeField(page, 'pp', 2);
+  await typeField(page, 'gpus', 8);
+  await page.check('[data-testid="f-sequence_parallel"]');
+  const cli = cliEstimate('meta-llama__Llama-2-7b-hf', ['--train', '--framework', 'megatron', '--gpus', '8', '--tp', '2', '--pp', '2', '--sequence-parallel']);
+  assertEq(cli.train.ranks.length, 2, 'two stages');
+  await waitVerdictTotal(page, cli.train.max_rank_device_bytes);
+  await waitFor(page, () => document.querySelectorAll('[data-testid="ranks"] [data-testid="rank-row"]').length === 2, null, 'two rank bars');
+  assertEq(JSON.stringify(await rankBytes(page)), JSON.stringify(cli.train.ranks.map((r) => String(r.device_bytes))), 'rank bars = vram estimate ranks');
+  const launch = await page.textContent('[data-testid="launch-line"]');
+  assert(launch.includes('--tensor-model-parallel-size 2') && launch.includes('--pipeline-model-parallel-size 2'), 'Megatron launch line: ' + launch);
+});
+
+test('plan: Llama-2-7B training on up to 8 H100s lists layouts that fit with headroom on every rank; using one shows it as the verdict', async ({ page }) => {
+  await openApp(page);
+  await choosePreset(page, 'meta-llama__Llama-2-7b-hf');
+  await chooseTask(page, 'train');
+  await page.click('[data-testid="plan-find"]');
+  await waitFor(page, () => document.querySelectorAll('[data-testid="plan-item"]').length > 0, null, 'plans', 60000);
+  const usable = Number((await verdictOf(page)).usable);
+  const plans = await page.evaluate(() => [...document.querySelectorAll('[data-testid="plan-item"]')].map((p) => [...p.querySelectorAll('[data-testid="rank-row"]')].map((r) => Number(r.dataset.bytes))));
+  for (const ranks of plans) for (const b of ranks) assert(b * 100 <= usable * 95, `rank ${b} B within 95 % of ${usable} B`);
+  const first = Math.max(...plans[0]);
+  await page.click('[data-testid="plan-use"] >> nth=0');
+  await waitVerdictTotal(page, first);
+  const v = await verdictOf(page);
+  assert(v.fits === 'fits' || v.fits === 'tight', 'the applied plan fits: ' + v.fits);
+  assert((await page.textContent('[data-testid="plan-launch"]')).length > 20, 'the best plan has launch text');
+});
