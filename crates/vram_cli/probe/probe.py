@@ -298,7 +298,13 @@ class NvmlReader:
 # Byte accounting of tensors (storages counted once)
 # --------------------------------------------------------------------------------------------------
 
+def local_tensor(t):
+    """A DTensor's shard on this rank (FSDP2 / tensor parallel parameters, their grads and states)."""
+    return getattr(t, "_local_tensor", t)
+
+
 def storage_key(t):
+    t = local_tensor(t)
     s = t.untyped_storage()
     return (str(t.device), s.data_ptr())
 
@@ -313,7 +319,7 @@ def unique_storage_bytes(tensors, seen=None):
         if key in seen:
             continue
         seen.add(key)
-        total += t.untyped_storage().nbytes()
+        total += local_tensor(t).untyped_storage().nbytes()
     return total
 
 
@@ -355,8 +361,9 @@ def torch_dtype(torch, name):
 def check_scenario(s):
     """Refuses what one process on one device cannot run (those parts are estimate-only)."""
     unsupported = []
-    if int(s.get("gpus", 1)) != 1:
-        unsupported.append("gpus=%s" % s.get("gpus"))
+    if int(s.get("gpus", 1)) != distributed_world()[1]:
+        unsupported.append("gpus=%s (with %d process%s)" % (
+            s.get("gpus"), distributed_world()[1], "" if distributed_world()[1] == 1 else "es"))
     if int(s.get("zero", 0)) != 0:
         unsupported.append("zero=%s" % s.get("zero"))
     if s.get("offload_optimizer") or s.get("offload_params"):
@@ -439,6 +446,48 @@ def build_model(torch, transformers, config, scenario, device, notes):
     return model, head
 
 
+def distributed_world():
+    """(rank, world size) when launched by torchrun (`vram measure --nproc N`), else (0, 1)."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def init_distributed(torch, device):
+    """One process group per run: gloo on CPU, NCCL on CUDA (torchrun's env:// rendezvous)."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return dist
+
+
+def apply_layout(torch, model, scenario, notes):
+    """FSDP2 `fully_shard` on every decoder layer and then the root (the HF accelerate / torchtitan
+    wrapping), with torch's defaults: reshard after forward, no mixed-precision policy (the
+    scenario's dtype and autocast apply as on one GPU)."""
+    layout = scenario.get("layout") or {}
+    if not layout.get("fsdp2"):
+        raise ProbeFailure("unsupported_scenario",
+                           "distributed measurement supports FSDP2 layouts (--fsdp2); TP and PP are estimate-only")
+    from torch.distributed.fsdp import fully_shard
+    layers = None
+    for path in ("model.layers", "model.decoder.layers", "transformer.h", "gpt_neox.layers", "layers"):
+        obj = model
+        try:
+            for part in path.split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            continue
+        layers = obj
+        break
+    if layers is None:
+        raise ProbeFailure("unsupported_architecture", "no decoder layer list found to shard with FSDP2")
+    reshard = bool(layout.get("reshard_after_forward", True))
+    for layer in layers:
+        fully_shard(layer, reshard_after_forward=reshard)
+    fully_shard(model, reshard_after_forward=reshard)
+    notes.append("FSDP2 fully_shard on %d layers and the root (reshard_after_forward=%s)" % (len(layers), reshard))
+    return model
+
+
 def apply_lora(model, lora, notes):
     try:
         import peft
@@ -514,9 +563,9 @@ def optimizer_state_bytes(torch, opt):
                 continue
             seen.add(k)
             if key == "step":
-                steps += v.untyped_storage().nbytes()
+                steps += local_tensor(v).untyped_storage().nbytes()
             else:
-                states += v.untyped_storage().nbytes()
+                states += local_tensor(v).untyped_storage().nbytes()
     return states, steps
 
 
@@ -688,7 +737,7 @@ def resolve_device(torch, name):
                                "False%s); use --device cpu for exact CPU numbers"
                                % (torch.__version__, "" if torch.version.cuda else ": this torch is a CPU-only build"))
         dev = torch.device(name)
-        index = dev.index if dev.index is not None else 0
+        index = dev.index if dev.index is not None else int(os.environ.get("LOCAL_RANK", "0"))
         if index >= torch.cuda.device_count():
             raise ProbeFailure("no_cuda", "--device %s: only %d CUDA device(s) visible"
                                % (name, torch.cuda.device_count()))
@@ -734,6 +783,15 @@ def measure(args):
 
     measured = {}
     doc["measured"] = measured
+    rank, world = distributed_world()
+    if world > 1:
+        if mode != "train":
+            raise ProbeFailure("unsupported_scenario", "distributed measurement runs training steps")
+        init_distributed(torch, device)
+        doc["rank"] = rank
+        doc["world_size"] = world
+        # every rank builds the same random model, as a checkpoint load would give
+        torch.manual_seed(0)
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.cuda.init()
@@ -758,6 +816,8 @@ def measure(args):
                 peft_counts = (trainable, total)
             elif mode == "train" and scenario.get("grad_checkpointing"):
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if distributed_world()[1] > 1:
+                model = apply_layout(torch, model, scenario, notes)
             if mode == "train":
                 model.train()
             else:
@@ -884,8 +944,18 @@ def main(argv):
         doc = {"probe_version": PROBE_VERSION, "status": "error",
                "error": {"kind": "probe_error", "message": "%s: %s" % (type(e).__name__, first)}}
     doc["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    sys.stdout.write(json.dumps(doc) + "\n")
-    sys.stdout.flush()
+    out_dir = os.environ.get("VRAM_PROBE_OUT_DIR")
+    if out_dir:
+        # under torchrun every rank answers in its own file (stdout lines would interleave)
+        with open(os.path.join(out_dir, "rank%d.json" % distributed_world()[0]), "w") as f:
+            f.write(json.dumps(doc) + "\n")
+    else:
+        sys.stdout.write(json.dumps(doc) + "\n")
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
     return 0
 
 

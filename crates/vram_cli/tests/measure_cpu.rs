@@ -364,3 +364,56 @@ fn multi_gpu_scenarios_are_refused_before_python_starts() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("estimate-only: --gpus 2, --zero 3"), "{err}");
 }
+
+/// `vram measure --nproc 2 --fsdp2` launches two ranks under torchrun (gloo on CPU): each holds
+/// half of every model state to the byte, as the per-rank estimate says (issue 10).
+#[test]
+fn fsdp2_on_two_ranks_holds_half_of_each_model_state_on_every_rank() {
+    let Some(py) = python() else { return };
+    let cfg = temp_config("tiny-fsdp2.json", TINY);
+    let out = vram(
+        &[
+            "measure",
+            cfg.to_str().expect("utf-8 path"),
+            "--device",
+            "cpu",
+            "--dtype",
+            "fp32",
+            "--mixed-precision",
+            "none",
+            "--optimizer",
+            "adamw",
+            "--seq",
+            "16",
+            "--nproc",
+            "2",
+            "--fsdp2",
+            "--json",
+            "-",
+        ],
+        &py,
+    );
+    assert!(
+        out.status.success(),
+        "vram measure --nproc 2 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["kind"], "vram-measure-ranks");
+    let ranks = doc["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 2);
+    for r in ranks {
+        let m = &r["measured"];
+        assert_eq!(r["outcome"], "ok");
+        // every dimension of TINY is even: the dim-0 shards need no padding
+        assert_eq!(u(&m["weights_bytes"]), TINY_PARAMS * 4 / 2);
+        assert_eq!(u(&m["gradients_bytes"]), TINY_PARAMS * 4 / 2);
+        assert_eq!(u(&m["optimizer_bytes"]), TINY_PARAMS * 8 / 2);
+        let est = &r["estimate"]["components"];
+        for d in est.as_array().expect("components") {
+            if ["weights", "gradients", "optimizer"].contains(&d["key"].as_str().unwrap_or("")) {
+                assert_eq!(d["error_bytes"], 0, "{d}");
+            }
+        }
+    }
+}

@@ -61,8 +61,13 @@ pub struct MeasureArgs {
     /// Show the probe's other stderr output too.
     #[arg(long)]
     pub verbose: bool,
+    /// Processes (ranks) to launch under torchrun (`--fsdp2` layouts): every rank is measured.
+    #[arg(long, default_value_t = 1)]
+    pub nproc: u64,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+    #[command(flatten)]
+    pub layout: crate::layout_args::LayoutArgs,
 }
 
 /// `cpu`, `cuda` or `cuda:N`, checked.
@@ -79,8 +84,12 @@ pub fn parse_device(s: &str) -> anyhow::Result<String> {
 /// Refuses, before starting Python, the scenario parts one process on one device cannot run.
 pub fn check_measurable(s: &Scenario) -> anyhow::Result<()> {
     let mut not = Vec::new();
-    if s.gpus != 1 {
+    let distributed = s.layout.fsdp2 && s.layout.framework == vram_core::layout::Framework::Hf;
+    if s.gpus != 1 && !distributed {
         not.push(format!("--gpus {}", s.gpus));
+    }
+    if s.layout.is_model_parallel() && !distributed {
+        not.push("tensor / pipeline / context / expert parallel layouts".to_string());
     }
     if s.zero.0 != 0 {
         not.push(format!("--zero {}", s.zero.0));
@@ -179,7 +188,24 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         ModeArg::Train => Mode::Train,
         ModeArg::Infer => Mode::Infer,
     };
-    let scenario = a.scenario.to_scenario(mode)?;
+    let mut scenario = a.scenario.to_scenario(mode)?;
+    if a.nproc > 1 {
+        scenario.gpus = a.nproc;
+    }
+    a.layout.apply(&mut scenario, None)?;
+    if a.nproc > 1 && !scenario.layout.fsdp2 {
+        anyhow::bail!(
+            "--nproc {}: distributed measurement runs FSDP2 layouts; add --fsdp2",
+            a.nproc
+        );
+    }
+    if scenario.layout.fsdp2 && scenario.gpus != a.nproc {
+        anyhow::bail!(
+            "--fsdp2: expected --nproc N to launch the {} ranks, found --nproc {}",
+            scenario.gpus,
+            a.nproc
+        );
+    }
     check_measurable(&scenario)?;
     let text = read_config(&a.config)?;
     let effective = config_text::apply_overrides(&text, &a.set)
@@ -208,6 +234,9 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         "--device".to_string(),
         device.clone(),
     ];
+    if a.nproc > 1 {
+        return run_distributed(a, &scenario, &python, why, &args, &name, &text, &effective);
+    }
     let run = python::run_probe(&python, why, &args, a.verbose)?;
     let out = parse_probe_output(&run, &python)?;
     let mut report = build_report(out, &scenario, &a.config, &name, &text, &effective)?;
@@ -235,6 +264,66 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             }
             ExitCode::from(EXIT_DOES_NOT_FIT)
         }
+    })
+}
+
+/// Removes a temporary directory when dropped.
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every rank of a torchrun launch, one report each (the estimate is the core's per-rank figure
+/// of the same layout), in one `vram-measure-ranks` document (docs/measure-report.md §Ranks).
+#[allow(clippy::too_many_arguments)]
+fn run_distributed(
+    a: &MeasureArgs,
+    scenario: &Scenario,
+    python: &Path,
+    why: &str,
+    args: &[String],
+    name: &str,
+    text: &str,
+    effective: &config_text::EffectiveConfig,
+) -> anyhow::Result<ExitCode> {
+    let dir = TempDir(std::env::temp_dir().join(format!("vram-ranks-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0)
+        .with_context(|| format!("cannot create {}", dir.0.display()))?;
+    eprintln!("vram measure: launching {} ranks with torchrun", a.nproc);
+    let runs = python::run_probe_distributed(python, why, args, a.nproc, &dir.0, a.verbose)?;
+    let mut reports = Vec::new();
+    for run in &runs {
+        let out = parse_probe_output(run, python)?;
+        let mut report = build_report(out, scenario, &a.config, name, text, effective)?;
+        report.estimate =
+            estimate_for(&effective.text, name, scenario, &a.device, &report.measured);
+        reports.push(report);
+    }
+    let doc = report::RanksReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        kind: report::RANKS_REPORT_KIND.into(),
+        nproc: a.nproc,
+        ranks: reports,
+    };
+    let text_out = render::ranks_table(&doc);
+    if a.json.as_deref() == Some(Path::new("-")) {
+        print_stdout(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    } else {
+        print_stdout(&text_out)?;
+        if let Some(path) = &a.json {
+            let mut s = serde_json::to_string_pretty(&doc)?;
+            s.push('\n');
+            std::fs::write(path, s).with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("vram measure: report written to {}", path.display());
+        }
+    }
+    let oom = doc.ranks.iter().any(|r| r.outcome == Outcome::DoesNotFit);
+    Ok(if oom {
+        ExitCode::from(EXIT_DOES_NOT_FIT)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

@@ -113,6 +113,83 @@ pub fn run_probe(
     })
 }
 
+/// Runs the probe on `nproc` processes under torchrun (`python -m torch.distributed.run
+/// --standalone`: a local rendezvous, gloo on CPU, NCCL on CUDA). torchrun runs a file, so the
+/// probe is written into `dir`, where every rank also writes its answer (`rank{N}.json`,
+/// `VRAM_PROBE_OUT_DIR`). Returns one [`ProbeRun`] per rank, its answer as `stdout`.
+pub fn run_probe_distributed(
+    python: &Path,
+    chosen_by: &str,
+    args: &[String],
+    nproc: u64,
+    dir: &Path,
+    verbose: bool,
+) -> anyhow::Result<Vec<ProbeRun>> {
+    let script = dir.join("vram_probe.py");
+    std::fs::write(&script, PROBE_SOURCE)
+        .with_context(|| format!("cannot write {}", script.display()))?;
+    let mut child = Command::new(python)
+        .args(["-m", "torch.distributed.run", "--standalone"])
+        .arg(format!("--nproc-per-node={nproc}"))
+        .arg(&script)
+        .args(args)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        .env("VRAM_PROBE_OUT_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot run {} -m torch.distributed.run ({chosen_by}): {e}",
+                python.display()
+            )
+        })?;
+    let stderr_pipe = child.stderr.take().context("torchrun stderr")?;
+    let mut tail: Vec<String> = Vec::new();
+    for line in BufReader::new(stderr_pipe).lines() {
+        let Ok(line) = line else { break };
+        if let Some(msg) = line.strip_prefix("vram-probe: ") {
+            if verbose {
+                eprintln!("  {msg}");
+            }
+        } else {
+            if verbose {
+                eprintln!("  | {line}");
+            }
+            tail.push(line);
+            if tail.len() > 40 {
+                tail.remove(0);
+            }
+        }
+    }
+    let status = child.wait().context("waiting for torchrun")?;
+    (0..nproc)
+        .map(|rank| {
+            let path = dir.join(format!("rank{rank}.json"));
+            match std::fs::read_to_string(&path) {
+                Ok(stdout) => Ok(ProbeRun {
+                    stdout,
+                    stderr_tail: tail.clone(),
+                    code: Some(0),
+                }),
+                Err(_) => anyhow::bail!(
+                    "rank {rank} of torchrun gave no answer (exit {:?}); {}",
+                    status.code(),
+                    tail.iter()
+                        .rev()
+                        .take(3)
+                        .rev()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

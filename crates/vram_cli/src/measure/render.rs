@@ -194,3 +194,38 @@ pub fn table(r: &MeasureReport) -> String {
     }
     out
 }
+
+/// The per-rank summary of a `vram measure --nproc N` run: model states and the steady-state phase
+/// peaks of every rank, measured against the core's per-rank estimate.
+pub fn ranks_table(doc: &super::report::RanksReport) -> String {
+    let mut out = String::new();
+    if let Some(first) = doc.ranks.first() {
+        out.push_str(&format!(
+            "Model     {} on {} ranks ({})\n",
+            first.config.name, doc.nproc, first.device.kind
+        ));
+    }
+    out.push_str("\nrank  component            measured B      estimated B      error\n");
+    for (rank, r) in doc.ranks.iter().enumerate() {
+        let Some(est) = &r.estimate else {
+            out.push_str(&format!("{rank:<5} (no estimate)\n"));
+            continue;
+        };
+        let rows = est.components.iter().map(|d| (d.key.clone(), d)).chain(
+            est.phases
+                .iter()
+                .filter(|p| p.name.ends_with("_2"))
+                .map(|p| (format!("{} peak", p.name), &p.peak_allocated)),
+        );
+        for (key, d) in rows {
+            out.push_str(&format!(
+                "{rank:<5} {key:<20}{:>15}{:>17}{:>11}\n",
+                vram_core::units::group_thousands(d.measured_bytes),
+                vram_core::units::group_thousands(d.estimated_bytes),
+                d.error_percent
+                    .map_or_else(|| "—".to_string(), |p| format!("{p:+.1} %"))
+            ));
+        }
+    }
+    out
+}

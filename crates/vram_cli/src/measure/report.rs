@@ -19,6 +19,22 @@ pub const REPORT_KIND: &str = "vram-measure-report";
 /// The probe protocol version this binary understands (`PROBE_VERSION` in probe/probe.py).
 pub const PROBE_VERSION: u32 = 1;
 
+/// `kind` of a distributed measurement document.
+pub const RANKS_REPORT_KIND: &str = "vram-measure-ranks";
+
+/// Every rank of a `vram measure --nproc N` run (docs/measure-report.md §Ranks).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RanksReport {
+    /// Same as [`MeasureReport::schema_version`].
+    pub schema_version: u32,
+    /// Always [`RANKS_REPORT_KIND`].
+    pub kind: String,
+    /// Ranks launched.
+    pub nproc: u64,
+    /// One report per rank, rank 0 first.
+    pub ranks: Vec<MeasureReport>,
+}
+
 /// The whole `vram measure --json` document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeasureReport {

@@ -24,13 +24,12 @@
 //! - In-flight micro-batches: 1F1B stage `i` of `pp` holds `min(pp − i, m)`; interleaved holds
 //!   `(pp − i − 1) · 2 + (vpp − 1) · pp + 1` model-chunk micro-batches
 //!   (megatron/core/pipeline_parallel/schedules.py `get_pp_rank_microbatches` warm-up counts).
-//! - FSDP2 (`fully_shard` per block, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py):
-//!   sharded parameters, gradients and states over the shard group; the block being computed
-//!   (all-gather output + unsharded parameters ≈ 2 blocks in the compute dtype) and the previous
-//!   block's all-gather output, alive until the next copy-in (every block of the stage when
-//!   `reshard_after_forward=False`); in backward the block's unsharded gradient and up to two fp32
-//!   reduce-scatter inputs (torchtitan's `MixedPrecisionPolicy(param_dtype=bf16,
-//!   reduce_dtype=float32)`).
+//! - FSDP2 (`fully_shard` per layer and on the root, torch/distributed/fsdp/_fully_shard/):
+//!   sharded parameters, gradients and states over the shard group; the root group (embedding,
+//!   final norm, head) gathered through the step, the layer being computed and the one prefetched
+//!   (every layer of the stage when `reshard_after_forward=False`); in backward the flat
+//!   reduce-scatter input of the largest group. Checked on CPU with `vram measure --nproc`
+//!   (docs/measurements/fsdp2-*.json).
 //! - NCCL: each communicator a rank joins allocates its own buffers outside PyTorch's allocator
 //!   (visible to `nvidia-smi` only): `NCCL_BUFFSIZE` (4 MiB) per channel and connection; 32 such
 //!   buffers per communicator are assumed (16 channels, send and receive).
@@ -134,8 +133,10 @@ struct StageParams {
     dense: u64,
     /// Routed-expert parameters (sharded by the expert data-parallel group).
     expert: u64,
-    /// Largest single layer (local elements): FSDP2's unit.
-    largest_unit: u64,
+    /// Largest single layer (local elements): an FSDP2 layer group.
+    largest_layer: u64,
+    /// Parameters outside the layers (local elements): FSDP2's root group.
+    root: u64,
     /// Σ of every unit (the stage's local params).
     has_embedding: bool,
     has_head: bool,
@@ -204,7 +205,7 @@ fn stage_params(spec: &ModelSpec, layout: &Layout) -> Vec<StageParams> {
                     _ => 0,
                 };
                 out[s].dense = out[s].dense.saturating_add(n);
-                out[s].largest_unit = out[s].largest_unit.max(n);
+                out[s].root = out[s].root.saturating_add(n);
                 if t.component == Component::Embedding {
                     out[0].has_embedding = true;
                     // Tied output layer on a later stage: its own copy of the word embedding.
@@ -223,7 +224,7 @@ fn stage_params(spec: &ModelSpec, layout: &Layout) -> Vec<StageParams> {
     out[pp - 1].has_head = true;
     for (l, &n) in per_layer.iter().enumerate() {
         let s = stage_of_layer[l];
-        out[s].largest_unit = out[s].largest_unit.max(n);
+        out[s].largest_layer = out[s].largest_layer.max(n);
     }
     out
 }
@@ -493,25 +494,40 @@ pub fn ranks(
                         0,
                     )
                 };
-                let unit = sp_params.largest_unit;
-                // A group being computed holds its flat all-gather output and the unsharded
-                // parameters (≈ 2 × the block in the compute dtype); the previous group's output
-                // lives until the next copy-in (_fsdp_param_group.py): 3 blocks. Without
-                // resharding after forward every block stays gathered until its backward.
+                // Unsharded parameters while a group computes: the root group (embedding,
+                // final norm, head — `fully_shard(model)`) is gathered at the start of forward and,
+                // the head using the embedding again at the end, stays gathered through forward and
+                // backward; each layer group is gathered for its forward and again for its
+                // backward, with the next one prefetched (two layers). torchtitan gathers in bf16
+                // (`MixedPrecisionPolicy(param_dtype=bfloat16)`), HF without a policy in the
+                // parameters' dtype. Without resharding after forward every layer stays gathered.
+                let unsharded = if layout.framework == Framework::Hf {
+                    single.param_bytes.max(1)
+                } else {
+                    e
+                };
+                let layer = sp_params.largest_layer;
                 let gathered = if !layout.fsdp2 {
                     0
                 } else if layout.reshard_after_forward {
-                    unit.saturating_mul(e).saturating_mul(3)
+                    sp_params
+                        .root
+                        .saturating_add(layer.saturating_mul(2))
+                        .saturating_mul(unsharded)
                 } else {
-                    params
-                        .saturating_mul(e)
-                        .saturating_add(unit.saturating_mul(e).saturating_mul(2))
+                    params.saturating_mul(unsharded)
                 };
-                // Backward: the block's unsharded gradient in the compute dtype and up to two fp32
-                // reduce-scatter inputs (current and previous group); DDP instead keeps a flat
-                // bucket copy of all gradients.
+                // Backward: the flat reduce-scatter input of the largest group (fp32 in torchtitan,
+                // the gradients' dtype in HF); the unsharded gradients themselves are the
+                // one-GPU walk's (HF) or one layer's activations' worth (torchtitan). DDP instead
+                // keeps a flat bucket copy of all gradients.
+                let reduce_bytes = if layout.framework == Framework::Hf {
+                    pe
+                } else {
+                    4
+                };
                 let rs = if layout.fsdp2 {
-                    unit.saturating_mul(e + 8)
+                    sp_params.root.max(layer).saturating_mul(reduce_bytes)
                 } else if dp > 1 {
                     g
                 } else {
@@ -525,11 +541,12 @@ pub fn ranks(
         let flight = in_flight(layout, i as u64, m);
         let (acts, layer_peak) = if layout.framework == Framework::Hf {
             // Data parallel only: the single-GPU walk's activations per rank.
+            // What one GPU's step adds beyond its model states and saved activations (the
+            // optimizer's step temporary is not live in backward, where this peaks).
             let base = single
                 .weights_bytes
                 .saturating_add(single.gradients_bytes)
                 .saturating_add(single.optimizer_bytes)
-                .saturating_add(single.optimizer_temp_bytes)
                 .saturating_add(single.buffers_bytes);
             let transient = single
                 .peak_allocated_bytes
@@ -626,6 +643,7 @@ pub fn ranks(
                 0
             };
         let persistent = weights.saturating_add(grads).saturating_add(states);
+        let tied_end_peak = layout.framework == Framework::Hf && spec.tie_word_embeddings;
         let forward = persistent
             .saturating_add(comm)
             .saturating_add(acts)
@@ -633,8 +651,13 @@ pub fn ranks(
         let backward = persistent
             .saturating_add(comm)
             .saturating_add(acts)
-            .saturating_add(layer_peak.max(ce_grad))
-            .saturating_add(reduce_scatter);
+            .saturating_add(if tied_end_peak {
+                // The one-GPU step peaks at the tied embedding's backward, the last node: the
+                // moment the root group's gradients are reduce-scattered.
+                layer_peak.max(ce_grad).saturating_add(reduce_scatter)
+            } else {
+                layer_peak.max(ce_grad).max(reduce_scatter)
+            });
         let optimizer = persistent.saturating_add(temp);
         let (peak_phase, peak) = [
             ("forward", forward),
