@@ -86,6 +86,7 @@ matches() {
 trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
 
 start_all=$(date +%s)
+CONFIGS_DIR_FOR_RANKS="$ROOT/crates/vram_core/presets"
 timings="$OUT_DIR/.timings.tsv"
 : > "$timings"
 watched=0
@@ -122,6 +123,22 @@ watched=0
   echo "   $status in $((t1 - t0)) s" >&2
   printf '%s\t%s\t%s\t%s\n' "$id" "$config" "$((t1 - t0))" "$status" >> "$timings"
 done
+# Per-rank FSDP2 cases (issue 10) under torchrun with NCCL: one GPU per rank, so only where the
+# machine has at least two (a single lent GPU skips them, and says so).
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$ngpu" -ge 2 ]; then
+  mkdir -p "$OUT_DIR/ranks"
+  for n in 2 4; do
+    [ "$n" -le "$ngpu" ] || continue
+    id="smollm2-4l-fsdp2-n$n-bf16-mixed-adamw-b2-s512"
+    echo "== $id" >&2
+    "$VRAM" measure "$CONFIGS_DIR_FOR_RANKS/HuggingFaceTB__SmolLM2-135M-Instruct.json" --set num_hidden_layers=4 \
+      --device cuda --dtype fp32 --mixed-precision bf16 --optimizer adamw --batch 2 --seq 512 \
+      --nproc "$n" --fsdp2 --json "$OUT_DIR/ranks/$id.json" >/dev/null 2>"$OUT_DIR/ranks/$id.err" || echo "   failed: $(tail -1 "$OUT_DIR/ranks/$id.err")" >&2
+  done
+else
+  echo "cuda-measure: $ngpu GPU(s): the per-rank FSDP2 cases need 2 or more, skipped" >&2
+fi
 end_all=$(date +%s)
 
 python3 - "$timings" "$OUT_DIR/matrix.json" "$((end_all - start_all))" "$DEVICE" <<'PY'
