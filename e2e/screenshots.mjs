@@ -15,6 +15,8 @@ const VIEWS = {
   finetune: { preset: 'meta-llama__Llama-2-70b-hf', task: 'finetune', method: 'qlora', gpu: 'rtx4090' },
   train: { preset: 'meta-llama__Llama-3.1-8B', task: 'train' },
   local: { preset: 'meta-llama__Llama-3.1-8B', task: 'serve', gpu: 'rtx4090', engine: 'llama.cpp', set: { llama_ctx: 8192 } },
+  // Issue 10: a Megatron layout (one bar per pipeline stage) and the Plan card's answer.
+  parallel: { preset: 'meta-llama__Llama-2-7b-hf', task: 'train', framework: 'megatron', set: { tp: 2, pp: 4, gpus: 16, seq_len: 4096, global_batch: 64 }, checks: ['sequence_parallel', 'distributed_optimizer'], plan: true },
 };
 const only = process.env.VRAM_SHOT_VIEWS ? process.env.VRAM_SHOT_VIEWS.split(',') : Object.keys(VIEWS);
 for (const [width, height] of [[1440, 900], [390, 844]]) {
@@ -29,9 +31,18 @@ for (const [width, height] of [[1440, 900], [390, 844]]) {
       if (v.method) await page.selectOption('[data-testid="f-method"]', v.method);
       if (v.gpu) await page.selectOption('[data-testid="f-gpu"]', v.gpu);
       if (v.engine) await page.selectOption('[data-testid="f-engine"]', v.engine);
+      if (v.framework) {
+        await page.click('[data-testid="layout"] > summary');
+        await page.selectOption('[data-testid="f-framework"]', v.framework);
+      }
       for (const [k, val] of Object.entries(v.set || {})) {
         await page.fill(`[data-testid="f-${k}"]`, String(val));
         await page.dispatchEvent(`[data-testid="f-${k}"]`, 'change');
+      }
+      for (const c of v.checks || []) await page.check(`[data-testid="f-${c}"]`);
+      if (v.plan) {
+        await page.click('[data-testid="plan-find"]');
+        await waitFor(page, () => document.querySelectorAll('[data-testid="plan-item"]').length > 0, null, 'plans', 60000);
       }
       await waitFor(page, () => !!document.querySelector('[data-testid="verdict"]'), null, 'the verdict');
       await page.waitForTimeout(600);

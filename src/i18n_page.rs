@@ -42,9 +42,9 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
         "gpus" => (
             (
                 "GPU count",
-                "Data-parallel GPUs for training; tensor-parallel size for vLLM.",
+                "Training: every GPU of the run (data parallel × the layout's TP × PP × CP); vLLM: its tensor-parallel size.",
             ),
-            ("GPU 数量", "训练时为数据并行 GPU 数；vLLM 时为张量并行数。"),
+            ("GPU 数量", "训练时为全部 GPU 数（数据并行 × 布局中的 TP × PP × CP）；vLLM 时为张量并行数。"),
         ),
         "zero" => (
             (
