@@ -9,7 +9,7 @@ use crate::state::{use_state, AppState};
 use leptos::prelude::*;
 use vram_core::gpu_catalog::{Gpu, GpuKind};
 use vram_core::plan::{self, Plan, PlanRequest, PlanResult, PlanTask};
-use vram_core::scenario::{Engine, Recompute, ZeroStage};
+use vram_core::scenario::{Engine, Layout, Recompute, ZeroStage};
 use vram_core::train::ranks::RankEstimate;
 
 fn stage_label(lang: Lang, r: &RankEstimate) -> String {
@@ -91,6 +91,98 @@ pub fn ranks_view(state: AppState, r: &ModeResult) -> Option<impl IntoView> {
             <ul class="rank-list">{rank_bars(state, &r.ranks, r.usable_bytes)}</ul>
         </div>
     })
+}
+
+/// A plan's or a rejected layout's one-line description in the page's language.
+fn layout_line(
+    lang: Lang,
+    serve: bool,
+    gpus: u64,
+    l: &Layout,
+    micro_batch: u64,
+    zero: u8,
+) -> String {
+    use vram_core::scenario::Framework;
+    let zh = lang == Lang::Zh;
+    let mut parts = vec![if zh {
+        format!("{gpus} 张 GPU")
+    } else {
+        format!("{gpus} GPU{}", if gpus == 1 { "" } else { "s" })
+    }];
+    if serve {
+        parts.push(if zh {
+            format!("vLLM 张量并行 {}", l.tp)
+        } else {
+            format!("vLLM tensor parallel {}", l.tp)
+        });
+        return parts.join(if zh { "，" } else { ", " });
+    }
+    match l.framework {
+        Framework::Hf if l.fsdp2 => parts.push("HF + FSDP2".into()),
+        Framework::Hf if gpus > 1 || zero > 0 => parts.push(format!("HF + DeepSpeed ZeRO-{zero}")),
+        Framework::Hf => parts.push("HF".into()),
+        f => {
+            parts.push(
+                match f {
+                    Framework::Megatron => "Megatron-core",
+                    _ => "torchtitan",
+                }
+                .into(),
+            );
+            parts.push(format!(
+                "TP {} · PP {} · CP {} · DP {}",
+                l.tp,
+                l.pp,
+                l.cp,
+                l.dp(gpus)
+            ));
+            if l.ep > 1 {
+                parts.push(format!("EP {}", l.ep));
+            }
+            if l.sequence_parallel {
+                parts.push(if zh {
+                    "序列并行".into()
+                } else {
+                    "SP".into()
+                });
+            }
+            if l.distributed_optimizer {
+                parts.push(if zh {
+                    "分布式优化器".into()
+                } else {
+                    "distributed optimizer".into()
+                });
+            }
+        }
+    }
+    if l.recompute == Recompute::Full {
+        parts.push(if zh {
+            "完全重计算".into()
+        } else {
+            "full recompute".into()
+        });
+    }
+    parts.push(if zh {
+        format!("微批 {micro_batch}")
+    } else {
+        format!("micro-batch {micro_batch}")
+    });
+    parts.join(if zh { "，" } else { ", " })
+}
+
+/// Why a rejected layout fails, in the page's language.
+fn rejected_reason(state: AppState, serve: bool, r: &vram_core::plan::Rejected) -> String {
+    match (state.lang.get_untracked(), serve) {
+        (Lang::En, _) => r.reason.clone(),
+        (Lang::Zh, true) => format!("KV 缓存放不下同时运行的 {} 条序列", r.micro_batch),
+        (Lang::Zh, false) => format!(
+            "最大的 rank（阶段 {}）需要 {}，单卡可用 {}，保留 {}% 余量",
+            r.largest_stage,
+            state.fmt_bytes(r.max_rank_device_bytes),
+            state.fmt_bytes(r.usable_bytes),
+            plan::HEADROOM_PERCENT
+        ),
+    }
 }
 
 /// The GPU on screen as the planner takes it (a custom size becomes an unnamed card).
@@ -238,6 +330,7 @@ pub fn PlanCard() -> impl IntoView {
 fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
     let lang = state.lang.get_untracked();
     let t = lang.parallel();
+    let serve = state.page.with_untracked(|p| p.task == Task::Serve);
     let plans: Vec<Plan> = r.plans.iter().take(5).cloned().collect();
     let nothing = plans
         .is_empty()
@@ -267,7 +360,7 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
             view! {
                 <li class="plan-item" data-testid="plan-item">
                     <p>
-                        <strong>{p.summary.clone()}</strong>
+                        <strong>{if serve && lang == Lang::En { p.summary.clone() } else { layout_line(lang, serve, p.gpus, &p.layout, p.micro_batch, p.zero_stage) }}</strong>
                         {format!(" — {} {:.1} %", t.headroom, p.headroom * 100.0)}
                     </p>
                     <ul class="rank-list">{rank_bars(state, &p.ranks, p.usable_bytes)}</ul>
@@ -282,7 +375,12 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
             <details class="how" open=r.plans.is_empty()>
                 <summary>{t.why_not}</summary>
                 <ul data-testid="plan-rejected">
-                    {r.rejected.iter().map(|x| view! { <li><strong>{x.summary.clone()}</strong>{format!(": {}", x.reason)}</li> }).collect_view()}
+                    {r.rejected.iter().map(|x| view! {
+                        <li>
+                            <strong>{if serve && lang == Lang::En { x.summary.clone() } else { layout_line(lang, serve, x.gpus, &x.layout, x.micro_batch, x.zero_stage) }}</strong>
+                            {format!(": {}", rejected_reason(state, serve, x))}
+                        </li>
+                    }).collect_view()}
                 </ul>
             </details>
         }

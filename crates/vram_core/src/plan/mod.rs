@@ -115,6 +115,27 @@ pub struct Rejected {
     pub summary: String,
     /// Why it fails.
     pub reason: String,
+    /// GPUs of the layout.
+    #[serde(default)]
+    pub gpus: u64,
+    /// The layout itself (serving: its `tp`).
+    #[serde(default)]
+    pub layout: Layout,
+    /// Micro-batch (training) or sequences asked for (serving).
+    #[serde(default)]
+    pub micro_batch: u64,
+    /// ZeRO stage (HF DeepSpeed layouts).
+    #[serde(default)]
+    pub zero_stage: u8,
+    /// Pipeline stage of the largest rank.
+    #[serde(default)]
+    pub largest_stage: u64,
+    /// Device bytes of the largest rank (serving: what vLLM would claim).
+    #[serde(default)]
+    pub max_rank_device_bytes: u64,
+    /// Usable bytes of one GPU.
+    #[serde(default)]
+    pub usable_bytes: u64,
 }
 
 /// The planner's answer.
@@ -340,7 +361,7 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
     let usable = req.gpu.usable_bytes;
     let mut plans = Vec::new();
     // Closest failing layout per (GPU count, framework).
-    let mut closest: Vec<((u64, Framework), u64, String)> = Vec::new();
+    let mut closest: Vec<((u64, Framework), Rejected)> = Vec::new();
     let mut considered = 0u64;
     for s in training_candidates(spec, req) {
         let Ok(e) = crate::train::estimate_training(spec, &s, &overheads) else {
@@ -399,13 +420,21 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
                 HEADROOM_PERCENT,
                 gib(usable / 100 * (100 - HEADROOM_PERCENT))
             );
+            let rejected = Rejected {
+                summary: summary(&s),
+                reason,
+                gpus: s.gpus,
+                layout: s.layout.clone(),
+                micro_batch: s.batch,
+                zero_stage: s.zero.0,
+                largest_stage: largest.stage,
+                max_rank_device_bytes: device,
+                usable_bytes: usable,
+            };
             match closest.iter_mut().find(|c| c.0 == key) {
-                Some(c) if c.1 <= device => {}
-                Some(c) => {
-                    c.1 = device;
-                    c.2 = format!("{} — {reason}", summary(&s));
-                }
-                None => closest.push((key, device, format!("{} — {reason}", summary(&s)))),
+                Some(c) if c.1.max_rank_device_bytes <= device => {}
+                Some(c) => c.1 = rejected,
+                None => closest.push((key, rejected)),
             }
         }
     }
@@ -417,13 +446,7 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
                 .iter()
                 .any(|p| p.gpus == c.0 .0 && p.layout.framework == c.0 .1)
         })
-        .map(|(_, _, text)| {
-            let (summary, reason) = text.split_once(" — ").unwrap_or((text.as_str(), ""));
-            Rejected {
-                summary: summary.into(),
-                reason: reason.into(),
-            }
-        })
+        .map(|(_, r)| r)
         .collect();
     PlanResult {
         plans,
@@ -535,6 +558,16 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
         } else {
             rejected.push(Rejected {
                 summary,
+                gpus: tp,
+                layout: Layout {
+                    tp,
+                    ..Layout::default()
+                },
+                micro_batch: req.base.batch,
+                zero_stage: 0,
+                largest_stage: 0,
+                max_rank_device_bytes: v.requested_bytes,
+                usable_bytes: usable,
                 reason: if v.fits {
                     format!(
                         "the KV cache holds {:.1} sequences of {} tokens, fewer than the {} asked for",
