@@ -908,6 +908,7 @@ mod field_label_tests {
         "fsdp2",
         "recompute",
         "global_batch",
+        "pipeline_parallel",
     ];
 
     /// The keys `scenario_form.rs` passes to its field helpers (`number_field(state, "batch", …)`).

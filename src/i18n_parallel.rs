@@ -43,6 +43,10 @@ pub fn layout_field(lang: Lang, key: &str) -> Option<(&'static str, &'static str
             ("Activation recomputation", "Full: each layer keeps only its input and recomputes the rest in backward."),
             ("激活重计算", "完全：每层只保留输入，反向时重算其余部分。"),
         ),
+        "pipeline_parallel" => (
+            ("Pipeline parallel (vLLM)", "--pipeline-parallel-size: each GPU group serves a slice of the layers; GPUs = TP × PP. The smallest KV pool of the stages decides."),
+            ("流水线并行 (vLLM)", "--pipeline-parallel-size：每组 GPU 只负责一部分层；GPU 数 = TP × PP。各阶段中最小的 KV 池决定容量。"),
+        ),
         "global_batch" => (
             ("Global batch (sequences)", "Sequences per optimizer step over all GPUs; sets the micro-batches in flight in a pipeline. 0: micro-batch × data-parallel GPUs × accumulation."),
             ("全局批大小（序列数）", "所有 GPU 一次优化器步的序列数；决定流水线中同时存在的微批数。0 表示微批 × 数据并行 GPU 数 × 累积步数。"),

@@ -115,6 +115,12 @@ fn vllm_block(model_id: &str, s: &Scenario) -> LaunchBlock {
         "--tensor-parallel-size {}",
         v.tensor_parallel_size.max(1)
     )];
+    if v.pipeline_parallel_size > 1 {
+        flags.push(format!(
+            "--pipeline-parallel-size {}",
+            v.pipeline_parallel_size
+        ));
+    }
     if v.max_model_len > 0 {
         flags.push(format!("--max-model-len {}", v.max_model_len));
     }

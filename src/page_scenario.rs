@@ -246,7 +246,12 @@ impl PageScenario {
     /// size for vLLM.
     pub fn gpus(&self) -> u64 {
         match self.task {
-            Task::Serve => self.infer.serving.tensor_parallel_size.max(1),
+            Task::Serve => self
+                .infer
+                .serving
+                .tensor_parallel_size
+                .max(1)
+                .saturating_mul(self.infer.serving.pipeline_parallel_size.max(1)),
             _ => self.training().gpus,
         }
     }

@@ -110,10 +110,11 @@ fn layout_line(
         format!("{gpus} GPU{}", if gpus == 1 { "" } else { "s" })
     }];
     if serve {
-        parts.push(if zh {
-            format!("vLLM 张量并行 {}", l.tp)
-        } else {
-            format!("vLLM tensor parallel {}", l.tp)
+        parts.push(match (zh, l.pp > 1) {
+            (true, false) => format!("vLLM 张量并行 {}", l.tp),
+            (true, true) => format!("vLLM 张量并行 {} × 流水线并行 {}", l.tp, l.pp),
+            (false, false) => format!("vLLM tensor parallel {}", l.tp),
+            (false, true) => format!("vLLM tensor parallel {} × pipeline parallel {}", l.tp, l.pp),
         });
         return parts.join(if zh { "，" } else { ", " });
     }
@@ -237,6 +238,7 @@ fn use_plan(state: AppState, p: &Plan) {
     state.change_scenario("task", move |page| {
         if page.task == Task::Serve {
             page.infer.serving.tensor_parallel_size = p.tensor_parallel_size;
+            page.infer.serving.pipeline_parallel_size = p.layout.pp.max(1);
             return;
         }
         let t = page.training_mut();

@@ -636,6 +636,7 @@ fn serve_fields(state: AppState) -> impl IntoView {
                     )}
                     {number_field(state, "max_model_len", |p| p.infer.serving.max_model_len, |p, v| p.infer.serving.max_model_len = v)}
                     {number_field(state, "max_num_seqs", |p| p.infer.serving.max_num_seqs, |p, v| p.infer.serving.max_num_seqs = v)}
+                    {number_field(state, "pipeline_parallel", |p| p.infer.serving.pipeline_parallel_size, |p, v| p.infer.serving.pipeline_parallel_size = v)}
                 })}
             </div>
         </details>

@@ -31,6 +31,11 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
     if mode == Mode::Train {
         a.layout.apply(&mut scenario, a.serving.tp)?;
     }
+    // `--pp` is also vLLM's `--pipeline-parallel-size` for the inference budget.
+    if let (true, Some(pp)) = (a.infer, a.layout.pp) {
+        scenario.serving.pipeline_parallel_size = pp;
+        vram_core::infer::vllm::validate(&scenario.serving)?;
+    }
     a.llama.apply(&mut scenario);
     if a.llama.any() && scenario.engine != vram_core::scenario::Engine::LlamaCpp {
         anyhow::bail!(

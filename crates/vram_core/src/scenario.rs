@@ -280,6 +280,14 @@ impl LlamaCppInputs {
     }
 }
 
+fn one_u64() -> u64 {
+    1
+}
+
+fn is_one_u64(v: &u64) -> bool {
+    *v == 1
+}
+
 /// vLLM serving inputs (`vllm serve` flags and the GPU), used by the vLLM engine profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -291,6 +299,9 @@ pub struct ServingInputs {
     pub gpu_memory_utilization: f64,
     /// `--tensor-parallel-size`.
     pub tensor_parallel_size: u64,
+    /// `--pipeline-parallel-size` (GPUs = TP × PP).
+    #[serde(default = "one_u64", skip_serializing_if = "is_one_u64")]
+    pub pipeline_parallel_size: u64,
     /// `--max-model-len` (0: the config's `max_position_embeddings`).
     pub max_model_len: u64,
     /// `--max-num-seqs` (vLLM's default for `vllm serve` on ≥ 70 GiB GPUs: 1024).
@@ -310,6 +321,7 @@ impl Default for ServingInputs {
             gpu_memory_bytes: 85_029_615_043,
             gpu_memory_utilization: 0.9,
             tensor_parallel_size: 1,
+            pipeline_parallel_size: 1,
             max_model_len: 0,
             max_num_seqs: 1024,
             max_num_batched_tokens: 8192,

@@ -171,3 +171,43 @@ fn kv_projections_are_replicated_when_tp_exceeds_the_kv_heads() {
         "TP 16: one KV head per GPU"
     );
 }
+
+/// Pipeline parallelism: Llama-3.1-8B on H100s with vLLM 0.19 (llm-d-planner's logs, measured.md
+/// H5) loads 7.51 GiB of weights per GPU at PP 2 and 4.26 GiB at PP 4 — the first stage's layers
+/// plus the embedding, or the last's plus lm_head and the final norm (get_pp_indices split).
+#[test]
+fn llama31_8b_pipeline_parallel_weights_per_gpu_match_vllm_logs() {
+    let spec = vram_core::parse_config(
+        vram_core::presets::find("meta-llama__Llama-3.1-8B")
+            .unwrap()
+            .json,
+        None,
+    )
+    .unwrap();
+    for (pp, logged_gib) in [(2u64, 7.51f64), (4, 4.26)] {
+        let mut s = vram_core::Scenario::inference();
+        s.engine = vram_core::scenario::Engine::Vllm;
+        s.serving.gpu_memory_utilization = 0.95;
+        s.serving.pipeline_parallel_size = pp;
+        let e = vram_core::infer::estimate_inference(
+            &spec,
+            &s,
+            &vram_core::report::DeviceOverheads::default(),
+        )
+        .unwrap();
+        let gib = e.serving.weights_per_gpu_bytes as f64 / (1u64 << 30) as f64;
+        assert!(
+            (gib - logged_gib).abs() < 0.01,
+            "PP {pp}: {gib:.3} GiB vs {logged_gib}"
+        );
+    }
+    assert_eq!(
+        vram_core::infer::vllm_pipeline::stage_layers(32, 3),
+        vec![11, 11, 10]
+    );
+    // `partitions[-i] += 1 for i in range(2, remaining + 2)`: the stages just before the last.
+    assert_eq!(
+        vram_core::infer::vllm_pipeline::stage_layers(30, 4),
+        vec![7, 8, 8, 7]
+    );
+}

@@ -186,7 +186,7 @@ pub struct KvLayout {
 }
 
 /// The distinct caches of `layers` with their counts, in order of first appearance.
-fn distinct(layers: &[LayerCache]) -> Vec<(LayerCache, u64)> {
+pub(crate) fn distinct(layers: &[LayerCache]) -> Vec<(LayerCache, u64)> {
     let mut out: Vec<(LayerCache, u64)> = Vec::new();
     for l in layers {
         match out.iter_mut().find(|(d, _)| d == l) {

@@ -16,6 +16,7 @@ pub mod kv_cache;
 pub mod llama_cpp;
 pub mod solve;
 pub mod vllm;
+pub mod vllm_pipeline;
 pub mod weights;
 
 use crate::error::ScenarioError;

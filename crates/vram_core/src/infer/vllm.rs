@@ -27,6 +27,7 @@
 
 use super::activations::{forward_peak, ForwardShape};
 use super::kv_cache::{KvLayout, LayerCache};
+use super::vllm_pipeline as pipeline;
 use super::weights::WeightsBreakdown;
 use crate::error::ScenarioError;
 use crate::report::Term;
@@ -129,6 +130,7 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
     let limit = crate::scenario::MAX_SCENARIO_VALUE;
     for (field, v, zero_ok) in [
         ("tensor_parallel_size", s.tensor_parallel_size, false),
+        ("pipeline_parallel_size", s.pipeline_parallel_size, false),
         ("max_num_seqs", s.max_num_seqs, false),
         ("max_num_batched_tokens", s.max_num_batched_tokens, false),
         ("max_model_len", s.max_model_len, true),
@@ -242,10 +244,16 @@ pub(crate) struct ActivationPeak {
     tokens: u64,
     layer_bytes: u64,
     rows: u64,
-    total: u64,
+    pub(crate) total: u64,
+    vocab: u64,
 }
 
 impl ActivationPeak {
+    /// The sampler's part (`rows × vocab × (4 + 4)` B), on the last pipeline stage only.
+    pub(crate) fn sampler_bytes(&self) -> u64 {
+        self.rows.saturating_mul(self.vocab).saturating_mul(8)
+    }
+
     pub(crate) fn of(spec: &ModelSpec, s: &ServingInputs, dtype: Dtype, tp: u64) -> Self {
         let tokens = s.max_num_batched_tokens;
         let shape = ForwardShape {
@@ -271,6 +279,7 @@ impl ActivationPeak {
             layer_bytes: p.layer_bytes,
             rows,
             total: layer.saturating_add(hidden).saturating_add(sampler),
+            vocab: spec.vocab_size,
         }
     }
 
@@ -373,19 +382,41 @@ pub(crate) fn serving(
         s.max_model_len
     };
     let requested = (s.gpu_memory_bytes as f64 * s.gpu_memory_utilization).floor() as u64;
-    let (weights_gpu, rope, kv_replicas) = weights_per_gpu(spec, w, tp, dtype);
-    let act = act_peak.total;
+    let (mut weights_gpu, rope, mut kv_replicas) = weights_per_gpu(spec, w, tp, dtype);
+    let mut act = act_peak.total;
     let non_torch = s.non_torch_bytes.unwrap_or_else(|| non_torch_default(tp));
-    let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
-    let pool = requested.saturating_sub(used);
-    let shortfall = used.saturating_sub(requested);
-
-    let per_layer: Vec<(LayerCache, u64, u64)> = kv
+    let mut per_layer: Vec<(LayerCache, u64, u64)> = kv
         .distinct
         .iter()
         .map(|&(l, n)| (l, kv.layer_bytes_per_token(&l), n))
         .filter(|(_, b, _)| *b > 0)
         .collect();
+    let pp = s.pipeline_parallel_size.max(1);
+    let mut pp_note = String::new();
+    if pp > 1 {
+        let stage = pipeline::binding_stage(
+            spec,
+            s,
+            w,
+            kv,
+            dtype,
+            tp,
+            requested,
+            non_torch,
+            act_peak,
+            weights_gpu,
+            rope,
+            kv_replicas,
+        );
+        weights_gpu = stage.weights_bytes;
+        kv_replicas = stage.kv_replica_bytes;
+        act = stage.activation_bytes;
+        per_layer = stage.per_layer;
+        pp_note = stage.note;
+    }
+    let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
+    let pool = requested.saturating_sub(used);
+    let shortfall = used.saturating_sub(requested);
     let state_per_seq = kv.state_bytes_per_sequence();
     let (bytes_per_block, groups, need_blocks) =
         paging(block, max_model_len, s.max_num_batched_tokens, &per_layer);
@@ -445,7 +476,11 @@ pub(crate) fn serving(
                 },
                 group_thousands(weights_gpu),
                 gib(weights_gpu)
-            ),
+            ) + &if pp > 1 {
+                format!("; {pp_note}")
+            } else {
+                String::new()
+            },
             source: format!(
                 "vLLM sharded linear/vocab-parallel layers; RotaryEmbedding._compute_cos_sin_cache ({} B)",
                 group_thousands(rope)

@@ -256,6 +256,12 @@ pub fn vllm_serve(s: &Scenario, model_id: &str) -> LaunchText {
         "vllm serve {model_id} --tensor-parallel-size {}",
         s.serving.tensor_parallel_size.max(1)
     );
+    if s.serving.pipeline_parallel_size > 1 {
+        line.push_str(&format!(
+            " --pipeline-parallel-size {}",
+            s.serving.pipeline_parallel_size
+        ));
+    }
     if s.serving.max_model_len > 0 {
         line.push_str(&format!(" --max-model-len {}", s.serving.max_model_len));
     }

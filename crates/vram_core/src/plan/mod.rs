@@ -482,17 +482,29 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
     let mut plans = Vec::new();
     let mut rejected = Vec::new();
     let mut considered = 0;
-    for tp in gpu_counts(req.gpus, req.gpus_per_node) {
-        if heads % tp != 0 {
-            continue;
-        }
+    // TP inside a node, PP across (vLLM's recommended split).
+    let layers = spec.layers.len() as u64;
+    let per_node = req.gpus_per_node.max(1);
+    let layouts: Vec<(u64, u64)> = gpu_counts(req.gpus, per_node)
+        .into_iter()
+        .flat_map(|n| {
+            divisors(n)
+                .into_iter()
+                .map(move |tp| (tp, n / tp))
+                .collect::<Vec<_>>()
+        })
+        .filter(|&(tp, pp)| heads % tp == 0 && tp <= per_node && pp <= layers)
+        .collect();
+    for (tp, pp) in layouts {
+        let gpus = tp * pp;
         let mut s = Scenario {
             mode: Mode::Infer,
             engine: Engine::Vllm,
-            gpus: tp,
+            gpus,
             ..req.base.clone()
         };
         s.serving.tensor_parallel_size = tp;
+        s.serving.pipeline_parallel_size = pp;
         s.serving.gpu_memory_bytes = usable;
         let Ok(e) = crate::infer::estimate_inference(spec, &s, &overheads) else {
             continue;
@@ -508,7 +520,7 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
             last_stage: 0,
             role: "embedding+head".into(),
             tp_rank_kind: format!("each of {tp} TP shards"),
-            count: tp,
+            count: gpus,
             layers: spec.layers.len() as u64,
             params: 0,
             weights_bytes: v.weights_per_gpu_bytes,
@@ -523,8 +535,9 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
             ..RankEstimate::default()
         };
         let summary = format!(
-            "{tp} GPU{}, vLLM tensor parallel {tp}, {} of KV cache per GPU = {:.1} sequences of {} tokens",
-            if tp == 1 { "" } else { "s" },
+            "{gpus} GPU{}, vLLM tensor parallel {tp}{}, {} of KV cache per GPU = {:.1} sequences of {} tokens",
+            if gpus == 1 { "" } else { "s" },
+            if pp > 1 { format!(" × pipeline parallel {pp}") } else { String::new() },
             gib(v.kv_pool_bytes),
             v.concurrency_at_context,
             s.seq_len
@@ -534,9 +547,10 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                 summary,
                 layout: Layout {
                     tp,
+                    pp,
                     ..Layout::default()
                 },
-                gpus: tp,
+                gpus,
                 micro_batch: req.base.batch,
                 zero_stage: 0,
                 tensor_parallel_size: tp,
@@ -545,12 +559,14 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                 fits: true,
                 headroom: 1.0 - s.serving.gpu_memory_utilization,
                 cost: PlanCost {
-                    gpus: tp,
-                    tp_across_nodes: tp > req.gpus_per_node.max(1),
-                    bubble: 0.0,
+                    gpus,
+                    tp_across_nodes: tp > per_node,
+                    // Serving has no step bubble, but each request crosses every stage in turn:
+                    // inside a node TP first (vLLM's advice: TP within a node, PP across nodes).
+                    bubble: (pp - 1) as f64 / pp as f64,
                     recompute: false,
                     micro_batch: req.base.batch,
-                    model_parallel: tp,
+                    model_parallel: gpus,
                 },
                 launch: vec![launch::vllm_serve(&s, model_id)],
                 ranks: vec![rank],
@@ -558,9 +574,10 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
         } else {
             rejected.push(Rejected {
                 summary,
-                gpus: tp,
+                gpus,
                 layout: Layout {
                     tp,
+                    pp,
                     ..Layout::default()
                 },
                 micro_batch: req.base.batch,
