@@ -143,6 +143,27 @@ fn train_pages_round_trip() {
 }
 
 #[test]
+fn parallel_layouts_round_trip() {
+    // Issue 10: a Megatron layout and vLLM pipeline parallelism travel in the link.
+    let mut p = PageScenario {
+        task: Task::Train,
+        ..PageScenario::default()
+    };
+    p.train.gpus = 16;
+    p.train.layout = vram_core::layout::Layout {
+        framework: vram_core::layout::Framework::Megatron,
+        tp: 2,
+        pp: 4,
+        sequence_parallel: true,
+        distributed_optimizer: true,
+        global_batch: 64,
+        ..vram_core::layout::Layout::default()
+    };
+    p.infer.serving.pipeline_parallel_size = 2;
+    round_trip(&p, Some(PRESET), None);
+}
+
+#[test]
 fn pasted_config_travels_minified_and_url_safe() {
     let text = "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,\n  \"name\": \"a/b ü?&=#+\"\n}\n";
     let p = qlora_page();
