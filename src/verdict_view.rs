@@ -217,18 +217,23 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
     });
     let scale = a.total_bytes.max(a.usable_bytes).max(1) as f64 * 1.04;
     let bar = {
-        let segs = a
-            .segments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let w = s.bytes as f64 * 100.0 / scale;
-                let title = format!("{}: {}", segment_label(lang, &s.key), b(s.bytes));
-                view! {
-                    <span class=format!("seg seg-{}", i % 6) style=format!("width:{w:.3}%") title=title></span>
-                }
-            })
-            .collect_view();
+        // One stacked bar's segments; a rank's parts take the colour of the same key in the legend.
+        let color =
+            |key: &str, i: usize| a.segments.iter().position(|s| s.key == key).unwrap_or(i) % 6;
+        let seg_views = |segments: &[crate::answer::Segment]| {
+            segments
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let w = s.bytes as f64 * 100.0 / scale;
+                    let title = format!("{}: {}", segment_label(lang, &s.key), b(s.bytes));
+                    view! {
+                        <span class=format!("seg seg-{}", color(&s.key, i)) style=format!("width:{w:.3}%") title=title></span>
+                    }
+                })
+                .collect_view()
+        };
+        let segs = seg_views(&a.segments);
         let limit = a.usable_bytes as f64 * 100.0 / scale;
         let summary = a
             .segments
@@ -236,23 +241,12 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
             .map(|s| format!("{} {}", segment_label(lang, &s.key), b(s.bytes)))
             .collect::<Vec<_>>()
             .join(", ");
-        let color =
-            |key: &str, i: usize| a.segments.iter().position(|s| s.key == key).unwrap_or(i) % 6;
         let rank_rows = (!a.ranks.is_empty()).then(|| {
             let t = lang.parallel();
             a.ranks
                 .iter()
                 .map(|r| {
-                    let segs = r
-                        .segments
-                        .iter()
-                        .enumerate()
-                        .map(|(i, s)| {
-                            let w = s.bytes as f64 * 100.0 / scale;
-                            let title = format!("{}: {}", segment_label(lang, &s.key), b(s.bytes));
-                            view! { <span class=format!("seg seg-{}", color(&s.key, i)) style=format!("width:{w:.3}%") title=title></span> }
-                        })
-                        .collect_view();
+                    let segs = seg_views(&r.segments);
                     let stages = if r.stages.0 == r.stages.1 {
                         format!("{} {}", t.stage, r.stages.0)
                     } else {

@@ -89,11 +89,26 @@ pub fn run_probe(
         s
     });
     let stderr_pipe = child.stderr.take().context("probe stderr")?;
+    let tail = echo_stderr(stderr_pipe, true, verbose);
+    let status = child.wait().context("waiting for the probe")?;
+    let stdout = out_thread.join().unwrap_or_default();
+    Ok(ProbeRun {
+        stdout,
+        stderr_tail: tail,
+        code: status.code(),
+    })
+}
+
+/// Reads the probe's stderr to its end: progress lines (`vram-probe: …`) echoed when `progress`,
+/// the others when `verbose`; returns the last 40 other lines for error messages.
+fn echo_stderr(pipe: impl Read, progress: bool, verbose: bool) -> Vec<String> {
     let mut tail: Vec<String> = Vec::new();
-    for line in BufReader::new(stderr_pipe).lines() {
+    for line in BufReader::new(pipe).lines() {
         let Ok(line) = line else { break };
         if let Some(msg) = line.strip_prefix("vram-probe: ") {
-            eprintln!("  {msg}");
+            if progress {
+                eprintln!("  {msg}");
+            }
         } else {
             if verbose {
                 eprintln!("  | {line}");
@@ -104,13 +119,7 @@ pub fn run_probe(
             }
         }
     }
-    let status = child.wait().context("waiting for the probe")?;
-    let stdout = out_thread.join().unwrap_or_default();
-    Ok(ProbeRun {
-        stdout,
-        stderr_tail: tail,
-        code: status.code(),
-    })
+    tail
 }
 
 /// Runs the probe on `nproc` processes under torchrun (`python -m torch.distributed.run
@@ -147,23 +156,8 @@ pub fn run_probe_distributed(
             )
         })?;
     let stderr_pipe = child.stderr.take().context("torchrun stderr")?;
-    let mut tail: Vec<String> = Vec::new();
-    for line in BufReader::new(stderr_pipe).lines() {
-        let Ok(line) = line else { break };
-        if let Some(msg) = line.strip_prefix("vram-probe: ") {
-            if verbose {
-                eprintln!("  {msg}");
-            }
-        } else {
-            if verbose {
-                eprintln!("  | {line}");
-            }
-            tail.push(line);
-            if tail.len() > 40 {
-                tail.remove(0);
-            }
-        }
-    }
+    // N ranks print the same progress lines: shown with --verbose only.
+    let tail = echo_stderr(stderr_pipe, verbose, verbose);
     let status = child.wait().context("waiting for torchrun")?;
     (0..nproc)
         .map(|rank| {
