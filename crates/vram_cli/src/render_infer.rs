@@ -27,7 +27,11 @@ pub fn inference(e: &InferEstimate) -> String {
     out.push_str(&row("activations (peak)", e.activations_bytes));
     out.push_str(&row("peak allocated", e.peak_allocated_bytes));
     out.push_str(&row("device total", e.device_bytes));
-    out.push_str("\n  phase       allocated        peak\n");
+    out.push_str(if e.devices.is_empty() {
+        "\n  phase       allocated        peak\n"
+    } else {
+        "\n  phase       allocated        peak   (all GPUs together; per GPU below)\n"
+    });
     for p in &e.phases {
         out.push_str(&format!(
             "  {:<8}{:>13}{:>13}\n",
@@ -40,6 +44,29 @@ pub fn inference(e: &InferEstimate) -> String {
         out.push_str(&llama_cpp(l));
     } else {
         out.push_str(&vllm(e));
+    }
+    if !e.devices.is_empty() {
+        out.push_str("\n  device_map=\"auto\" per GPU     layers     weights    KV cache   activations      device\n");
+        for d in &e.devices {
+            out.push_str(&format!(
+                "  GPU {:<3}{:<22}{:>10}{:>12}{:>12}{:>14}{:>12}\n",
+                d.device,
+                format!(
+                    "{}{}",
+                    if d.embedding { "embedding " } else { "" },
+                    if d.head { "head" } else { "" }
+                ),
+                format!(
+                    "{}–{}",
+                    d.first_layer,
+                    (d.first_layer + d.layers).saturating_sub(1)
+                ),
+                format_gib(d.weights_bytes),
+                format_gib(d.kv_cache_bytes),
+                format_gib(d.activations_bytes),
+                format_gib(d.device_bytes)
+            ));
+        }
     }
     out.push_str(&how(e));
     out

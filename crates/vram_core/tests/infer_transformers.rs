@@ -196,3 +196,58 @@ fn solvers_return_the_boundary() {
     let e = estimate_inference(&s, &v, &o()).unwrap();
     assert_eq!(n, e.serving.concurrency_at_context.floor() as u64);
 }
+
+/// `device_map="auto"` over several GPUs splits the modules as accelerate 1.15 does
+/// (`get_balanced_memory` + `infer_auto_device_map`, run on the meta device with transformers
+/// 5.17 for these four cases).
+#[test]
+fn device_map_auto_splits_layers_as_accelerate_does() {
+    let spec = |id: &str| {
+        vram_core::parse_config(vram_core::presets::find(id).unwrap().json, None).unwrap()
+    };
+    // (model, GPUs, free bytes per GPU, (first layer, layers, embedding, head) per GPU)
+    type Share = (u64, u64, bool, bool);
+    let cases: [(&str, u64, u64, &[Share]); 4] = [
+        (
+            "meta-llama__Llama-3.1-8B",
+            2,
+            24_000_000_000,
+            &[(0, 14, true, false), (14, 18, false, true)],
+        ),
+        (
+            "meta-llama__Llama-3.1-8B",
+            3,
+            24_000_000_000,
+            &[
+                (0, 8, true, false),
+                (8, 13, false, false),
+                (21, 11, false, true),
+            ],
+        ),
+        (
+            "meta-llama__Llama-2-70b-hf",
+            4,
+            84_500_000_000,
+            &[
+                (0, 20, true, false),
+                (20, 21, false, false),
+                (41, 21, false, false),
+                (62, 18, false, true),
+            ],
+        ),
+        (
+            "Qwen__Qwen2.5-3B",
+            2,
+            10_000_000_000,
+            &[(0, 15, true, false), (15, 21, false, true)],
+        ),
+    ];
+    for (id, gpus, free, want) in cases {
+        let shares = vram_core::infer::device_map::balanced(&spec(id), 2, gpus, free).unwrap();
+        let got: Vec<(u64, u64, bool, bool)> = shares
+            .iter()
+            .map(|d| (d.first_layer, d.layers, d.embedding, d.head))
+            .collect();
+        assert_eq!(got, want, "{id} on {gpus} GPUs");
+    }
+}

@@ -10,6 +10,7 @@
 //!   pre-allocates, the profiled activation peak; the scenario's `batch × seq_len` occupies pages.
 
 pub mod activations;
+pub mod device_map;
 pub mod format;
 pub mod gguf;
 pub mod kv_cache;
@@ -93,6 +94,10 @@ pub struct InferEstimate {
     /// The llama.cpp engine's buffers per device (only with `engine = llama.cpp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llama_cpp: Option<llama_cpp::LlamaCppEstimate>,
+    /// transformers with `gpus > 1`: what each GPU holds under `device_map="auto"`; the headline
+    /// peak and device totals are then the largest GPU's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<device_map::DeviceShare>,
 }
 
 /// The resolved weight format, compute dtype, and where the format came from.
@@ -357,6 +362,7 @@ fn llama_cpp_estimate(
         serving: ServingEstimate::not_served(&scenario.serving),
         notes,
         llama_cpp: Some(e),
+        devices: Vec::new(),
     })
 }
 
@@ -574,6 +580,43 @@ fn estimate_with(
         ),
         Engine::Vllm => vllm_phases(&serving, kv_steady, &mut terms),
     };
+    let devices = if scenario.engine == Engine::Transformers && scenario.gpus > 1 {
+        split_devices(spec, scenario, overheads, w, kv_steady, &est)?
+    } else {
+        Vec::new()
+    };
+    let (peak, device) = match devices.iter().max_by_key(|d| d.device_bytes) {
+        Some(d) => (d.peak_allocated_bytes, d.device_bytes),
+        None => (est.peak, est.device),
+    };
+    if let Some(d) = devices.iter().max_by_key(|d| d.device_bytes) {
+        let n = devices.len();
+        terms.add(|| Term {
+            key: "device_map".into(),
+            bytes: d.device_bytes,
+            formula: format!(
+                "device_map=\"auto\" over {} GPUs: {}; the largest is GPU {} = weights {} B + KV {} B + activations {} B + context and workspace",
+                n,
+                devices
+                    .iter()
+                    .map(|x| format!(
+                        "GPU {} layers {}–{}{}{}",
+                        x.device,
+                        x.first_layer,
+                        (x.first_layer + x.layers).saturating_sub(1),
+                        if x.embedding { " + embedding" } else { "" },
+                        if x.head { " + head (logits)" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                d.device,
+                crate::units::group_thousands(d.weights_bytes),
+                crate::units::group_thousands(d.kv_cache_bytes),
+                crate::units::group_thousands(d.activations_bytes)
+            ),
+            source: "accelerate utils/modeling.py get_balanced_memory, infer_auto_device_map; infer/device_map.rs".into(),
+        });
+    }
     Ok(InferEstimate {
         engine: profile,
         weights_format: if explain {
@@ -602,14 +645,54 @@ fn estimate_with(
         state_bytes_per_sequence: layout.state_bytes_per_sequence(),
         activations_bytes: est.activations,
         logits_bytes: est.logits,
-        peak_allocated_bytes: est.peak,
-        device_bytes: est.device,
+        peak_allocated_bytes: peak,
+        device_bytes: device,
         phases: est.phases,
         terms: terms.into_vec(),
         serving,
         notes,
         llama_cpp: None,
+        devices,
     })
+}
+
+/// Each GPU's share under `device_map="auto"` ([`device_map::balanced`]): its modules' weights
+/// (the format's bytes in proportion to the modules' parameter bytes), its layers' KV cache, and
+/// the layer transients, with the logits on the head's GPU.
+fn split_devices(
+    spec: &ModelSpec,
+    scenario: &Scenario,
+    overheads: &DeviceOverheads,
+    w: &WeightsBreakdown,
+    kv_steady: u64,
+    est: &PhaseTotals,
+) -> Result<Vec<device_map::DeviceShare>, ScenarioError> {
+    let elem = 2;
+    let free = scenario
+        .serving
+        .gpu_memory_bytes
+        .saturating_sub(overheads.cuda_context_bytes);
+    let mut shares = device_map::balanced(spec, elem, scenario.gpus, free)?;
+    let module_total: u64 = shares.iter().map(|d| d.weights_bytes).sum::<u64>().max(1);
+    let layers = spec.layers.len().max(1) as u64;
+    for d in &mut shares {
+        d.weights_bytes =
+            ((d.weights_bytes as u128 * w.total_bytes as u128) / module_total as u128) as u64;
+        d.kv_cache_bytes = kv_steady.saturating_mul(d.layers) / layers;
+        d.activations_bytes = est
+            .activations
+            .saturating_sub(est.logits)
+            .saturating_add(if d.head { est.logits } else { 0 });
+        d.peak_allocated_bytes = d
+            .weights_bytes
+            .saturating_add(d.kv_cache_bytes)
+            .saturating_add(d.activations_bytes);
+        d.device_bytes = d
+            .peak_allocated_bytes
+            .saturating_add(overheads.cuda_context_bytes)
+            .saturating_add(overheads.workspace_bytes);
+    }
+    Ok(shares)
 }
 
 fn vllm_kv(kv: KvDtype, compute: Dtype) -> KvDtype {
