@@ -55,8 +55,8 @@ pub struct PlanRequest {
     /// Sequences per optimizer step (training; 0 = 8 micro-batches of the largest micro-batch
     /// per data-parallel rank at the full GPU count).
     pub global_batch: u64,
-    /// Only this framework (training); `None` tries Megatron-core and HF for `train`, HF for
-    /// `finetune`.
+    /// Only this framework (training); `None` tries Megatron-core, torchtitan and HF for `train`,
+    /// HF for `finetune`.
     pub framework: Option<Framework>,
 }
 
@@ -204,6 +204,9 @@ fn summary(s: &Scenario) -> String {
             if l.distributed_optimizer {
                 parts.push("distributed optimizer".into());
             }
+            if l.fsdp2 {
+                parts.push("FSDP2".into());
+            }
         }
     }
     if s.grad_checkpointing || l.recompute == Recompute::Full {
@@ -230,7 +233,7 @@ fn training_candidates(spec: &ModelSpec, req: &PlanRequest) -> Vec<Scenario> {
     let frameworks: Vec<Framework> = match (req.framework, req.task) {
         (Some(f), _) => vec![f],
         (None, PlanTask::Train) if req.base.lora.is_none() => {
-            vec![Framework::Megatron, Framework::Hf]
+            vec![Framework::Megatron, Framework::Torchtitan, Framework::Hf]
         }
         _ => vec![Framework::Hf],
     };
