@@ -154,6 +154,9 @@ fn layout_line(
                     "distributed optimizer".into()
                 });
             }
+            if l.fsdp2 {
+                parts.push("FSDP2".into());
+            }
         }
     }
     if l.recompute == Recompute::Full {
