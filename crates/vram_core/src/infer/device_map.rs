@@ -45,34 +45,27 @@ pub struct DeviceShare {
     pub device_bytes: u64,
 }
 
-/// Modules in accelerate's order with their bytes: `(kind, layer index, bytes)`.
+/// Modules in accelerate's order with their bytes: `(kind, layer index, bytes)`. The per-layer
+/// and per-component counts are the model's own ([`crate::params::ParamCounts`]); what is outside
+/// the layers and is neither the final norm nor the head loads with the embedding.
 fn modules(spec: &ModelSpec, elem: u64) -> Vec<(Component, Option<usize>, u64)> {
-    let n = spec.layers.len();
-    let mut layer = vec![0u64; n];
-    let (mut embed, mut norm, mut head) = (0u64, 0u64, 0u64);
-    for t in &spec.tensors {
-        let bytes = t.numel().saturating_mul(elem);
-        match t.layer {
-            Some(first) => {
-                for l in first..first.saturating_add(t.repeat.max(1)) {
-                    if let Some(x) = layer.get_mut(l as usize) {
-                        *x = x.saturating_add(bytes);
-                    }
-                }
-            }
-            None => match t.component {
-                Component::LmHead => head = head.saturating_add(bytes),
-                Component::FinalNorm => norm = norm.saturating_add(bytes),
-                _ => embed = embed.saturating_add(bytes),
-            },
-        }
-    }
+    let counts = &spec.derived().params;
+    let component = |c: Component| counts.by_component.get(&c).copied().unwrap_or(0);
+    let in_layers: u64 = counts.per_layer.iter().sum();
+    let head = component(Component::LmHead).saturating_mul(elem);
+    let norm = component(Component::FinalNorm).saturating_mul(elem);
+    let embed = counts
+        .total
+        .saturating_sub(in_layers)
+        .saturating_mul(elem)
+        .saturating_sub(head + norm);
     let mut out = vec![(Component::Embedding, None, embed)];
     out.extend(
-        layer
-            .into_iter()
+        counts
+            .per_layer
+            .iter()
             .enumerate()
-            .map(|(i, b)| (Component::Attention, Some(i), b)),
+            .map(|(i, &p)| (Component::Attention, Some(i), p.saturating_mul(elem))),
     );
     out.push((Component::FinalNorm, None, norm));
     // transformers 5 builds the model for the device map before tying its weights: a tied

@@ -397,7 +397,6 @@ pub(crate) fn serving(
         let stage = pipeline::binding_stage(
             spec,
             s,
-            w,
             kv,
             dtype,
             tp,

@@ -16,7 +16,6 @@
 
 use super::kv_cache::{distinct, KvLayout, LayerCache};
 use super::vllm::ActivationPeak;
-use super::weights::WeightsBreakdown;
 use crate::scenario::{Dtype, ServingInputs};
 use crate::spec::{Component, ModelSpec};
 use crate::units::group_thousands;
@@ -55,7 +54,6 @@ pub fn stage_layers(layers: u64, pp: u64) -> Vec<u64> {
 pub(crate) fn binding_stage(
     spec: &ModelSpec,
     s: &ServingInputs,
-    _w: &WeightsBreakdown,
     kv: &KvLayout,
     dtype: Dtype,
     tp: u64,
@@ -104,7 +102,9 @@ pub(crate) fn binding_stage(
     let mut first = 0usize;
     for (i, &n) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
-        let range = first..(first + n as usize).min(kv.layers.len());
+        // (clamped: a cache layout shorter than the layer list never indexes past its end)
+        let start = first.min(kv.layers.len());
+        let range = start..(first + n as usize).min(kv.layers.len());
         first += n as usize;
         let share = |b: u64| b.saturating_mul(n) / layers.max(1);
         let mut weights = share(layer_bytes) + share(kv_replicas) + rope;

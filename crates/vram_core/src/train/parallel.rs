@@ -2,10 +2,10 @@
 //! largest rank as the headline, and the single entry of the plain data-parallel layout.
 
 use super::ranks::{self, RankEstimate};
-use super::{estimate_training_counting, Counting, TrainEstimate};
+use super::{estimate_training_counting, term, Counting, TrainEstimate};
 use crate::error::ScenarioError;
 use crate::layout::{Framework, Layout};
-use crate::report::{DeviceOverheads, Phase, Term};
+use crate::report::{DeviceOverheads, Phase};
 use crate::scenario::{Scenario, ZeroStage};
 use crate::spec::ModelSpec;
 use crate::units::group_thousands as g;
@@ -198,12 +198,6 @@ pub(super) fn estimate(
         } else {
             format!("stages {}–{}", r.stage, r.last_stage)
         }
-    };
-    let term = |key: &str, bytes: u64, formula: String, source: &str| Term {
-        key: key.into(),
-        bytes,
-        formula,
-        source: source.into(),
     };
     let source = "train/ranks.rs; docs/formulas/parallel.md";
     let mut terms = vec![term(
