@@ -17,7 +17,7 @@ fn checkpoint_dir(tag: &str) -> (PathBuf, u64) {
     let spec = vram_core::parse_config(&text, None).unwrap();
     let all: Vec<(String, Vec<u64>)> = spec
         .instances()
-        .map(|i| (i.name().into_owned(), i.tensor.shape.clone()))
+        .map(|i| (i.name().into_owned(), i.tensor.shape.to_vec()))
         .collect();
     let (a, b) = all.split_at(all.len() / 2);
     let mut weight_map = serde_json::Map::new();

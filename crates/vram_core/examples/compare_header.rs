@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let ours: BTreeMap<String, Vec<u64>> = spec
         .instances()
-        .map(|i| (i.name().into_owned(), i.tensor.shape.clone()))
+        .map(|i| (i.name().into_owned(), i.tensor.shape.to_vec()))
         .collect();
     let total = vram_core::ParamCounts::of(&spec).total;
     let want =

@@ -130,10 +130,8 @@ impl Derived {
         let mut outside_max = 0u64;
         for (i, t) in spec.tensors.iter().enumerate() {
             match t.layer {
-                Some(first) => {
-                    let first = first as usize;
-                    let end = first.saturating_add(t.count() as usize).min(n_layers);
-                    for l in first..end {
+                Some(_) => {
+                    for l in t.layers().map(|l| l as usize).take_while(|&l| l < n_layers) {
                         layer_all_numel[l] = layer_all_numel[l].saturating_add(t.numel());
                         if in_layer_blocks(t.component) {
                             layer_tensors[l].push(i);
@@ -288,7 +286,8 @@ mod tests {
             component: Component::Mlp,
             layer: None,
             repeat: 1,
-            shape: vec![2, 2],
+            stride: 1,
+            shape: [2, 2].into(),
             linear: None,
             buffer: false,
         };

@@ -25,6 +25,7 @@ pub mod report;
 mod resolve;
 pub mod safetensors_file;
 pub mod scenario;
+pub mod shape;
 pub mod spec;
 mod sweep;
 pub mod train;

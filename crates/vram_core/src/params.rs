@@ -45,13 +45,9 @@ impl ParamCounts {
             }
             let slot = by_component.entry(t.component).or_insert(0u64);
             *slot = slot.saturating_add(all);
-            if let Some(first) = t.layer {
-                if !stack_prefix_is_encoder(&t.name) {
-                    let first = first as usize;
-                    let end = first
-                        .saturating_add(t.count() as usize)
-                        .min(per_layer.len());
-                    for slot in per_layer.get_mut(first..end).unwrap_or_default() {
+            if t.layer.is_some() && !stack_prefix_is_encoder(&t.name) {
+                for l in t.layers() {
+                    if let Some(slot) = per_layer.get_mut(l as usize) {
                         *slot = slot.saturating_add(n);
                     }
                 }

@@ -207,13 +207,17 @@ pub struct TensorSpec {
     /// Layer index, for per-layer tensors: the first of the `repeat` consecutive layers that each
     /// hold this tensor.
     pub layer: Option<u32>,
-    /// Consecutive layers from `layer` on that hold an identical tensor (same role, shape; the name
-    /// differs only in the layer index): the inventory keeps runs of identical layers once.
+    /// Layers from `layer` on, `stride` apart, that hold an identical tensor (same role, shape; the
+    /// name differs only in the layer index): the inventory keeps runs of identical layers once.
     /// 1 for tensors outside the layers.
     #[serde(default = "one")]
     pub repeat: u32,
+    /// Distance between the layers of a run: 1 for consecutive layers; a hybrid's pattern (Jamba's
+    /// attention every 8th layer, Nemotron-H's alternating mixers) repeats a layer every `stride`.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub stride: u32,
     /// Shape (2-D for linear weights as `[out, in]`, 3-D for fused experts).
-    pub shape: Vec<u64>,
+    pub shape: crate::shape::Shape,
     /// Set for weights of `nn.Linear`-like modules (LoRA targets), with their features.
     pub linear: Option<LinearShape>,
     /// A persistent buffer stored in the checkpoint but not trained (DeepSeek-V3's router bias).
@@ -222,6 +226,10 @@ pub struct TensorSpec {
 
 fn one() -> u32 {
     1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 /// One tensor of the model in one layer: what the inventory entry `tensor` stands for in `layer`.
@@ -255,8 +263,24 @@ impl TensorSpec {
 
     /// Whether this entry has an instance in layer `l`.
     pub fn in_layer(&self, l: u32) -> bool {
-        self.layer
-            .is_some_and(|first| l >= first && l - first < self.repeat.max(1))
+        self.layer.is_some_and(|first| {
+            let stride = self.stride.max(1);
+            l >= first
+                && (l - first).is_multiple_of(stride)
+                && (l - first) / stride < self.repeat.max(1)
+        })
+    }
+
+    /// The layers this entry has an instance in (none outside the layers).
+    pub fn layers(&self) -> impl Iterator<Item = u32> + '_ {
+        let stride = self.stride.max(1);
+        let count = if self.layer.is_some() {
+            self.repeat.max(1)
+        } else {
+            0
+        };
+        let first = self.layer.unwrap_or(0);
+        (0..count).map_while(move |k| k.checked_mul(stride).and_then(|d| first.checked_add(d)))
     }
 
     /// The name this tensor has in layer `l` (its layer index replaced).
@@ -365,9 +389,12 @@ impl ModelSpec {
     /// Every tensor of the model, one per layer it is in, in the order a per-layer inventory lists
     /// them (layer by layer within a run of identical layers).
     pub fn instances(&self) -> impl Iterator<Item = TensorInstance<'_>> + '_ {
+        let ts = &self.tensors;
+        if ts.iter().any(|t| t.stride > 1) {
+            return self.instances_by_layer().into_iter();
+        }
         let mut out = Vec::new();
         let mut i = 0;
-        let ts = &self.tensors;
         while i < ts.len() {
             let t = &ts[i];
             if t.repeat <= 1 || t.layer.is_none() {
@@ -397,6 +424,43 @@ impl ModelSpec {
             i = j;
         }
         out.into_iter()
+    }
+
+    /// [`Self::instances`] of an inventory with strided runs: the tensors before the first layer,
+    /// then each layer's tensors in inventory order, then the rest.
+    fn instances_by_layer(&self) -> Vec<TensorInstance<'_>> {
+        let ts = &self.tensors;
+        let first_layered = ts
+            .iter()
+            .position(|t| t.layer.is_some())
+            .unwrap_or(ts.len());
+        let mut layered: Vec<TensorInstance<'_>> = Vec::new();
+        let mut outside: (Vec<TensorInstance<'_>>, Vec<TensorInstance<'_>>) = Default::default();
+        for (index, t) in ts.iter().enumerate() {
+            if t.layer.is_none() {
+                let side = if index < first_layered {
+                    &mut outside.0
+                } else {
+                    &mut outside.1
+                };
+                side.push(TensorInstance {
+                    tensor: t,
+                    index,
+                    layer: None,
+                });
+                continue;
+            }
+            layered.extend(t.layers().map(|l| TensorInstance {
+                tensor: t,
+                index,
+                layer: Some(l),
+            }));
+        }
+        layered.sort_by_key(|i| (i.layer, i.index));
+        let (mut out, after) = outside;
+        out.extend(layered);
+        out.extend(after);
+        out
     }
 
     /// The per-model facts every estimate reuses (tensor groups, per-layer tensors, runs of

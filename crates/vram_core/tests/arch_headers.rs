@@ -93,7 +93,7 @@ fn every_architecture_names_and_shapes_its_tensors_as_transformers_does() {
         };
         let ours: BTreeMap<String, Vec<u64>> = spec
             .instances()
-            .map(|i| (i.name().into_owned(), i.tensor.shape.clone()))
+            .map(|i| (i.name().into_owned(), i.tensor.shape.to_vec()))
             .collect();
         // Remote code keeps one tensor per expert where transformers 5 fuses them: such names are
         // mapped onto the fused tensor (`checkpoint::canonical`) and compared by element count.

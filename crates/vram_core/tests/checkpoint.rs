@@ -17,7 +17,7 @@ fn tensors(spec: &ModelSpec) -> Vec<(String, Vec<u64>, bool)> {
         .map(|i| {
             (
                 i.name().into_owned(),
-                i.tensor.shape.clone(),
+                i.tensor.shape.to_vec(),
                 i.tensor.linear.is_some()
                     && i.tensor.shape.len() == 2
                     && !i.name().starts_with("lm_head"),

@@ -1,7 +1,7 @@
 //! Architectures with their own layouts: gpt2, opt, bloom, gpt_neox, bert, t5, mamba.
 //! Each function follows the module tree of `transformers`' `modeling_<type>.py`.
 
-use super::{dropouts, Builder};
+use super::{dropouts, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::spec::{
@@ -135,9 +135,9 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     b.repeat = l32(d.layers);
     for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
-        b.norm(&format!("{p}.ln_1"), l, Component::Norm, d.hidden, true);
+        b.norm(&join(&p, "ln_1"), l, Component::Norm, d.hidden, true);
         b.conv1d(
-            &format!("{p}.attn.c_attn"),
+            &join(&p, "attn.c_attn"),
             l,
             Component::Attention,
             d.hidden,
@@ -145,16 +145,16 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.conv1d(
-            &format!("{p}.attn.c_proj"),
+            &join(&p, "attn.c_proj"),
             l,
             Component::Attention,
             d.hidden,
             d.hidden,
             true,
         );
-        b.norm(&format!("{p}.ln_2"), l, Component::Norm, d.hidden, true);
+        b.norm(&join(&p, "ln_2"), l, Component::Norm, d.hidden, true);
         b.conv1d(
-            &format!("{p}.mlp.c_fc"),
+            &join(&p, "mlp.c_fc"),
             l,
             Component::Mlp,
             d.hidden,
@@ -162,7 +162,7 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.conv1d(
-            &format!("{p}.mlp.c_proj"),
+            &join(&p, "mlp.c_proj"),
             l,
             Component::Mlp,
             inner,
@@ -280,24 +280,17 @@ pub(crate) fn opt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         }
         if affine {
             b.norm(
-                &format!("{p}.self_attn_layer_norm"),
+                &join(&p, "self_attn_layer_norm"),
                 l,
                 Component::Norm,
                 d.hidden,
                 true,
             );
         }
-        b.plain_mlp(
-            &format!("{p}.fc1"),
-            &format!("{p}.fc2"),
-            l,
-            d.hidden,
-            inner,
-            bias,
-        );
+        b.plain_mlp(&join(&p, "fc1"), &join(&p, "fc2"), l, d.hidden, inner, bias);
         if affine {
             b.norm(
-                &format!("{p}.final_layer_norm"),
+                &join(&p, "final_layer_norm"),
                 l,
                 Component::Norm,
                 d.hidden,
@@ -360,14 +353,14 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("transformer.h.{i}"));
         b.norm(
-            &format!("{p}.input_layernorm"),
+            &join(&p, "input_layernorm"),
             l,
             Component::Norm,
             d.hidden,
             true,
         );
         b.linear(
-            &format!("{p}.self_attention.query_key_value"),
+            &join(&p, "self_attention.query_key_value"),
             l,
             Component::Attention,
             d.hidden,
@@ -375,7 +368,7 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.linear(
-            &format!("{p}.self_attention.dense"),
+            &join(&p, "self_attention.dense"),
             l,
             Component::Attention,
             d.hidden,
@@ -383,15 +376,15 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.norm(
-            &format!("{p}.post_attention_layernorm"),
+            &join(&p, "post_attention_layernorm"),
             l,
             Component::Norm,
             d.hidden,
             true,
         );
         b.plain_mlp(
-            &format!("{p}.mlp.dense_h_to_4h"),
-            &format!("{p}.mlp.dense_4h_to_h"),
+            &join(&p, "mlp.dense_h_to_4h"),
+            &join(&p, "mlp.dense_4h_to_h"),
             l,
             d.hidden,
             inner,
@@ -449,21 +442,21 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     for i in 0..d.layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("gpt_neox.layers.{i}"));
         b.norm(
-            &format!("{p}.input_layernorm"),
+            &join(&p, "input_layernorm"),
             l,
             Component::Norm,
             d.hidden,
             true,
         );
         b.norm(
-            &format!("{p}.post_attention_layernorm"),
+            &join(&p, "post_attention_layernorm"),
             l,
             Component::Norm,
             d.hidden,
             true,
         );
         b.linear(
-            &format!("{p}.attention.query_key_value"),
+            &join(&p, "attention.query_key_value"),
             l,
             Component::Attention,
             d.hidden,
@@ -471,7 +464,7 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             bias,
         );
         b.linear(
-            &format!("{p}.attention.dense"),
+            &join(&p, "attention.dense"),
             l,
             Component::Attention,
             d.hidden,
@@ -479,8 +472,8 @@ pub(crate) fn gpt_neox(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             bias,
         );
         b.plain_mlp(
-            &format!("{p}.mlp.dense_h_to_4h"),
-            &format!("{p}.mlp.dense_4h_to_h"),
+            &join(&p, "mlp.dense_h_to_4h"),
+            &join(&p, "mlp.dense_4h_to_h"),
             l,
             d.hidden,
             inner,
@@ -581,7 +574,7 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             );
         }
         b.linear(
-            &format!("{p}.attention.output.dense"),
+            &join(&p, "attention.output.dense"),
             l,
             Component::Attention,
             d.hidden,
@@ -589,22 +582,22 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.norm(
-            &format!("{p}.attention.output.LayerNorm"),
+            &join(&p, "attention.output.LayerNorm"),
             l,
             Component::Norm,
             d.hidden,
             true,
         );
         b.plain_mlp(
-            &format!("{p}.intermediate.dense"),
-            &format!("{p}.output.dense"),
+            &join(&p, "intermediate.dense"),
+            &join(&p, "output.dense"),
             l,
             d.hidden,
             inner,
             true,
         );
         b.norm(
-            &format!("{p}.output.LayerNorm"),
+            &join(&p, "output.LayerNorm"),
             l,
             Component::Norm,
             d.hidden,
@@ -711,10 +704,10 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             attention(b, "0", "SelfAttention");
             if i == 0 {
                 b.param(
-                    &format!("{p}.layer.0.SelfAttention.relative_attention_bias.weight"),
+                    &join(&p, "layer.0.SelfAttention.relative_attention_bias.weight"),
                     l,
                     Component::PositionEmbedding,
-                    vec![buckets, heads],
+                    [buckets, heads],
                 );
             }
             let ff = if cross {
@@ -773,7 +766,7 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             });
         }
         b.norm(
-            &format!("{name}.final_layer_norm"),
+            &join(name, "final_layer_norm"),
             None,
             Component::FinalNorm,
             hidden,
@@ -853,10 +846,10 @@ pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Config
     b.repeat = l32(n_layers);
     for i in 0..n_layers.min(1) {
         let (l, p) = (Some(l32(i)), format!("backbone.layers.{i}"));
-        b.norm(&format!("{p}.norm"), l, Component::Norm, hidden, false);
+        b.norm(&join(&p, "norm"), l, Component::Norm, hidden, false);
         mamba_mixer(
             &mut b,
-            &format!("{p}.mixer"),
+            &join(&p, "mixer"),
             l,
             hidden,
             &ssm,
@@ -913,27 +906,15 @@ pub(super) fn mamba_mixer(
 ) {
     let (d, state) = (ssm.d_inner, ssm.state_size);
     let c = Component::Mixer;
-    b.linear(
-        &format!("{m}.in_proj"),
-        l,
-        c,
-        hidden,
-        d.saturating_mul(2),
-        proj_bias,
-    );
-    b.param(
-        &format!("{m}.conv1d.weight"),
-        l,
-        c,
-        vec![d, 1, ssm.conv_kernel],
-    );
+    b.linear((m, "in_proj"), l, c, hidden, d.saturating_mul(2), proj_bias);
+    b.param((m, "conv1d.weight"), l, c, [d, 1, ssm.conv_kernel]);
     if conv_bias {
-        b.param(&format!("{m}.conv1d.bias"), l, Component::Bias, vec![d]);
+        b.param((m, "conv1d.bias"), l, Component::Bias, [d]);
     }
     let x_out = ssm.dt_rank.saturating_add(state.saturating_mul(2));
-    b.linear(&format!("{m}.x_proj"), l, c, d, x_out, false);
-    b.linear(&format!("{m}.dt_proj"), l, c, ssm.dt_rank, d, true);
-    b.param(&format!("{m}.A_log"), l, c, vec![d, state]);
-    b.param(&format!("{m}.D"), l, c, vec![d]);
-    b.linear(&format!("{m}.out_proj"), l, c, d, hidden, proj_bias);
+    b.linear((m, "x_proj"), l, c, d, x_out, false);
+    b.linear((m, "dt_proj"), l, c, ssm.dt_rank, d, true);
+    b.param((m, "A_log"), l, c, [d, state]);
+    b.param((m, "D"), l, c, [d]);
+    b.linear((m, "out_proj"), l, c, d, hidden, proj_bias);
 }

@@ -4,7 +4,7 @@
 //! Tensor names and shapes follow `transformers` 5.x `modeling_<type>.py` (fused expert tensors
 //! `experts.gate_up_proj` / `experts.down_proj`, as in that version).
 
-use super::{dropouts, Builder};
+use super::{dropouts, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::spec::{
@@ -476,7 +476,7 @@ pub(crate) fn decoder(
         };
         for norm in fl.layer_norms {
             b.norm(
-                &format!("{p}.{norm}"),
+                &join(&p, norm),
                 Some(l),
                 Component::Norm,
                 hidden,
@@ -549,11 +549,11 @@ fn standard_attention_tensors(
 ) -> AttentionSpec {
     let q_out = heads.saturating_mul(head_dim);
     let kv_out = kv_heads.saturating_mul(head_dim);
-    let a = format!("{p}.self_attn");
+    let a = join(p, "self_attn");
     if fl.fused_qkv {
         let out = q_out.saturating_add(kv_out.saturating_mul(2));
         b.linear(
-            &format!("{a}.qkv_proj"),
+            &join(&a, "qkv_proj"),
             Some(l),
             Component::Attention,
             hidden,
@@ -562,7 +562,7 @@ fn standard_attention_tensors(
         );
     } else {
         b.linear(
-            &format!("{a}.q_proj"),
+            &join(&a, "q_proj"),
             Some(l),
             Component::Attention,
             hidden,
@@ -570,7 +570,7 @@ fn standard_attention_tensors(
             fl.qkv_bias,
         );
         b.linear(
-            &format!("{a}.k_proj"),
+            &join(&a, "k_proj"),
             Some(l),
             Component::Attention,
             hidden,
@@ -578,7 +578,7 @@ fn standard_attention_tensors(
             fl.qkv_bias,
         );
         b.linear(
-            &format!("{a}.v_proj"),
+            &join(&a, "v_proj"),
             Some(l),
             Component::Attention,
             hidden,
@@ -587,7 +587,7 @@ fn standard_attention_tensors(
         );
     }
     b.linear(
-        &format!("{a}.o_proj"),
+        &join(&a, "o_proj"),
         Some(l),
         Component::Attention,
         q_out,
@@ -598,14 +598,14 @@ fn standard_attention_tensors(
         QkNorm::None => {}
         QkNorm::PerHead => {
             b.norm(
-                &format!("{a}.q_norm"),
+                &join(&a, "q_norm"),
                 Some(l),
                 Component::Norm,
                 head_dim,
                 false,
             );
             b.norm(
-                &format!("{a}.k_norm"),
+                &join(&a, "k_norm"),
                 Some(l),
                 Component::Norm,
                 head_dim,
@@ -613,43 +613,26 @@ fn standard_attention_tensors(
             );
         }
         QkNorm::Full => {
-            b.norm(
-                &format!("{a}.q_norm"),
-                Some(l),
-                Component::Norm,
-                q_out,
-                false,
-            );
-            b.norm(
-                &format!("{a}.k_norm"),
-                Some(l),
-                Component::Norm,
-                kv_out,
-                false,
-            );
+            b.norm(&join(&a, "q_norm"), Some(l), Component::Norm, q_out, false);
+            b.norm(&join(&a, "k_norm"), Some(l), Component::Norm, kv_out, false);
         }
         QkNorm::PerHeadMatrix => {
             b.param(
-                &format!("{a}.q_norm.weight"),
+                &join(&a, "q_norm.weight"),
                 Some(l),
                 Component::Norm,
-                vec![heads, head_dim],
+                [heads, head_dim],
             );
             b.param(
-                &format!("{a}.k_norm.weight"),
+                &join(&a, "k_norm.weight"),
                 Some(l),
                 Component::Norm,
-                vec![kv_heads, head_dim],
+                [kv_heads, head_dim],
             );
         }
     }
     if fl.sinks {
-        b.param(
-            &format!("{a}.sinks"),
-            Some(l),
-            Component::Attention,
-            vec![heads],
-        );
+        b.param(&join(&a, "sinks"), Some(l), Component::Attention, [heads]);
     }
     AttentionSpec {
         num_heads: heads,
@@ -688,11 +671,11 @@ fn mla_tensors(
     v_head: u64,
     bias: bool,
 ) -> AttentionSpec {
-    let a = format!("{p}.self_attn");
+    let a = join(p, "self_attn");
     let qk_head = m.qk_nope_head_dim.saturating_add(m.qk_rope_head_dim);
     match m.q_lora_rank {
         None => b.linear(
-            &format!("{a}.q_proj"),
+            &join(&a, "q_proj"),
             Some(l),
             Component::Attention,
             hidden,
@@ -701,7 +684,7 @@ fn mla_tensors(
         ),
         Some(r) => {
             b.linear(
-                &format!("{a}.q_a_proj"),
+                &join(&a, "q_a_proj"),
                 Some(l),
                 Component::Attention,
                 hidden,
@@ -709,14 +692,14 @@ fn mla_tensors(
                 bias,
             );
             b.norm(
-                &format!("{a}.q_a_layernorm"),
+                &join(&a, "q_a_layernorm"),
                 Some(l),
                 Component::Norm,
                 r,
                 false,
             );
             b.linear(
-                &format!("{a}.q_b_proj"),
+                &join(&a, "q_b_proj"),
                 Some(l),
                 Component::Attention,
                 r,
@@ -726,7 +709,7 @@ fn mla_tensors(
         }
     }
     b.linear(
-        &format!("{a}.kv_a_proj_with_mqa"),
+        &join(&a, "kv_a_proj_with_mqa"),
         Some(l),
         Component::Attention,
         hidden,
@@ -734,14 +717,14 @@ fn mla_tensors(
         bias,
     );
     b.norm(
-        &format!("{a}.kv_a_layernorm"),
+        &join(&a, "kv_a_layernorm"),
         Some(l),
         Component::Norm,
         m.kv_lora_rank,
         false,
     );
     b.linear(
-        &format!("{a}.kv_b_proj"),
+        &join(&a, "kv_b_proj"),
         Some(l),
         Component::Attention,
         m.kv_lora_rank,
@@ -749,7 +732,7 @@ fn mla_tensors(
         false,
     );
     b.linear(
-        &format!("{a}.o_proj"),
+        &join(&a, "o_proj"),
         Some(l),
         Component::Attention,
         heads.saturating_mul(v_head),
@@ -1019,45 +1002,40 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         "llama4_text" => ("feed_forward", "router"),
         _ => ("mlp", "gate"),
     };
-    let mlp = format!("{p}.{block}");
+    let mlp = join(p, block);
     if model_type == "gpt_oss" {
         // GptOssExperts: gate_up_proj [E, H, 2I] + bias [E, 2I], down_proj [E, I, H] + bias [E, H];
         // GptOssTopKRouter: weight [E, H] + bias [E].
         b.param(
-            &format!("{mlp}.router.weight"),
+            &join(&mlp, "router.weight"),
             Some(l),
             Component::Router,
-            vec![e, hidden],
+            [e, hidden],
         );
+        b.param(&join(&mlp, "router.bias"), Some(l), Component::Router, [e]);
         b.param(
-            &format!("{mlp}.router.bias"),
-            Some(l),
-            Component::Router,
-            vec![e],
-        );
-        b.param(
-            &format!("{mlp}.experts.gate_up_proj"),
+            &join(&mlp, "experts.gate_up_proj"),
             Some(l),
             Component::Experts,
-            vec![e, hidden, i.saturating_mul(2)],
+            [e, hidden, i.saturating_mul(2)],
         );
         b.param(
-            &format!("{mlp}.experts.gate_up_proj_bias"),
+            &join(&mlp, "experts.gate_up_proj_bias"),
             Some(l),
             Component::Experts,
-            vec![e, i.saturating_mul(2)],
+            [e, i.saturating_mul(2)],
         );
         b.param(
-            &format!("{mlp}.experts.down_proj"),
+            &join(&mlp, "experts.down_proj"),
             Some(l),
             Component::Experts,
-            vec![e, i, hidden],
+            [e, i, hidden],
         );
         b.param(
-            &format!("{mlp}.experts.down_proj_bias"),
+            &join(&mlp, "experts.down_proj_bias"),
             Some(l),
             Component::Experts,
-            vec![e, hidden],
+            [e, hidden],
         );
         return;
     }
@@ -1065,22 +1043,17 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         &format!("{mlp}.{router}.weight"),
         Some(l),
         Component::Router,
-        vec![e, hidden],
+        [e, hidden],
     );
     if m.router_bias {
-        b.param(
-            &format!("{mlp}.gate.bias"),
-            Some(l),
-            Component::Router,
-            vec![e],
-        );
+        b.param(&join(&mlp, "gate.bias"), Some(l), Component::Router, [e]);
     }
     if m.router_buffer_bias {
         b.buffer(
-            &format!("{mlp}.gate.e_score_correction_bias"),
+            &join(&mlp, "gate.e_score_correction_bias"),
             Some(l),
             Component::Router,
-            vec![e],
+            [e],
         );
     }
     // Llama4TextExperts stores [E, H, 2I] and [E, I, H] (as gpt-oss does); the others [E, 2I, H]
@@ -1091,13 +1064,13 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         (vec![e, i.saturating_mul(2), hidden], vec![e, hidden, i])
     };
     b.param(
-        &format!("{mlp}.experts.gate_up_proj"),
+        &join(&mlp, "experts.gate_up_proj"),
         Some(l),
         Component::Experts,
         gate_up,
     );
     b.param(
-        &format!("{mlp}.experts.down_proj"),
+        &join(&mlp, "experts.down_proj"),
         Some(l),
         Component::Experts,
         down,
@@ -1106,14 +1079,14 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         // ArcticDecoderLayer with parallel_attn_mlp_res: a dense residual MLP (`residual_mlp.w1`,
         // `w3`, `w2`, hidden_size wide) beside the MoE, on its own `residual_layernorm`; always
         // active, so it is counted as a shared expert.
-        let r = format!("{p}.residual_mlp");
+        let r = join(p, "residual_mlp");
         let c = Component::SharedExperts;
         let i = shared_intermediate_size;
-        b.linear(&format!("{r}.w1"), Some(l), c, hidden, i, false);
-        b.linear(&format!("{r}.w3"), Some(l), c, hidden, i, false);
-        b.linear(&format!("{r}.w2"), Some(l), c, i, hidden, false);
+        b.linear(&join(&r, "w1"), Some(l), c, hidden, i, false);
+        b.linear(&join(&r, "w3"), Some(l), c, hidden, i, false);
+        b.linear(&join(&r, "w2"), Some(l), c, i, hidden, false);
         b.norm(
-            &format!("{p}.residual_layernorm"),
+            &join(p, "residual_layernorm"),
             Some(l),
             Component::Norm,
             hidden,
@@ -1129,7 +1102,7 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         };
         mlp_tensors(
             b,
-            &format!("{mlp}.{name}"),
+            &join(&mlp, name),
             l,
             hidden,
             shared_intermediate_size,
@@ -1139,7 +1112,7 @@ fn moe_tensors(b: &mut Builder, p: &str, l: u32, hidden: u64, m: &MoeLayer, mode
         );
         if m.shared_gate {
             b.linear(
-                &format!("{mlp}.shared_expert_gate"),
+                &join(&mlp, "shared_expert_gate"),
                 Some(l),
                 Component::Router,
                 hidden,
@@ -1164,7 +1137,7 @@ fn mlp_tensors(
 ) {
     if fused {
         b.linear(
-            &format!("{m}.gate_up_proj"),
+            &join(m, "gate_up_proj"),
             Some(l),
             component,
             hidden,
@@ -1173,24 +1146,17 @@ fn mlp_tensors(
         );
     } else {
         b.linear(
-            &format!("{m}.gate_proj"),
+            &join(m, "gate_proj"),
             Some(l),
             component,
             hidden,
             inner,
             bias,
         );
-        b.linear(
-            &format!("{m}.up_proj"),
-            Some(l),
-            component,
-            hidden,
-            inner,
-            bias,
-        );
+        b.linear(&join(m, "up_proj"), Some(l), component, hidden, inner, bias);
     }
     b.linear(
-        &format!("{m}.down_proj"),
+        &join(m, "down_proj"),
         Some(l),
         component,
         inner,

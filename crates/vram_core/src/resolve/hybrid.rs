@@ -4,10 +4,39 @@
 //! Names and shapes follow `transformers`' `modeling_jamba.py` and `modeling_nemotron_h.py`;
 //! `tests/arch_headers.rs` checks them against the models `transformers` builds.
 
-use super::{dropouts, Builder};
+use super::builder::{progressions, Progression};
+use super::{dropouts, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelSpec, NormKind, SsmSpec};
+
+/// The layer specs of a pattern built one run at a time.
+#[derive(Default)]
+struct RunLayers(Vec<(Progression, LayerSpec)>);
+
+impl RunLayers {
+    /// `spec` is every layer of `run`.
+    fn add(&mut self, run: Progression, spec: LayerSpec) {
+        self.0.push((run, spec));
+    }
+
+    /// One spec per layer, in layer order (layers no run covers are left out).
+    fn into_layers(self, n: usize) -> Vec<LayerSpec> {
+        let mut run_of = vec![u32::MAX; n];
+        for (k, (run, _)) in self.0.iter().enumerate() {
+            for j in 0..run.count {
+                let at = run.first.saturating_add(j.saturating_mul(run.stride));
+                if let Some(slot) = usize::try_from(at).ok().and_then(|at| run_of.get_mut(at)) {
+                    *slot = k as u32;
+                }
+            }
+        }
+        run_of
+            .iter()
+            .filter_map(|&k| self.0.get(k as usize).map(|(_, spec)| *spec))
+            .collect()
+    }
+}
 
 fn l32(i: u64) -> Option<u32> {
     Some(u32::try_from(i).unwrap_or(u32::MAX))
@@ -25,23 +54,9 @@ fn attention(
     let q = at.num_heads.saturating_mul(at.head_dim);
     let kv = at.num_kv_heads.saturating_mul(at.head_dim);
     for (n, out) in [("q_proj", q), ("k_proj", kv), ("v_proj", kv)] {
-        b.linear(
-            &format!("{a}.{n}"),
-            l,
-            Component::Attention,
-            hidden,
-            out,
-            false,
-        );
+        b.linear((a, n), l, Component::Attention, hidden, out, false);
     }
-    b.linear(
-        &format!("{a}.o_proj"),
-        l,
-        Component::Attention,
-        q,
-        hidden,
-        o_bias,
-    );
+    b.linear((a, "o_proj"), l, Component::Attention, q, hidden, o_bias);
 }
 
 fn heads(f: Fields<'_>, hidden: u64, head_dim_keys: &[&str]) -> Result<AttentionSpec, ConfigError> {
@@ -117,56 +132,47 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         dt_rank,
         conv_dim: d_inner,
     };
-    let mut b = Builder::default();
+    // (attention, MoE) per layer; identical layers are built once per evenly spaced run
+    let kinds: Vec<(bool, bool)> = (0..n)
+        .map(|i| {
+            let is_attention = match &listed {
+                Some(types) => types[i as usize] == "attention",
+                None => i % attn_period == attn_offset,
+            };
+            (is_attention, experts > 1 && i % moe_period == moe_offset)
+        })
+        .collect();
+    let runs = progressions(&kinds);
+    let mut b = Builder::with_capacity(runs.len().saturating_mul(20).saturating_add(4));
     b.embedding("model.embed_tokens", Component::Embedding, vocab, hidden);
-    let mut layers = Vec::new();
-    for i in 0..n {
+    let mut layers = RunLayers::default();
+    for run in runs {
+        let i = run.first;
+        b.set_run(run);
         let (l, p) = (l32(i), format!("model.layers.{i}"));
-        let is_attention = match &listed {
-            Some(types) => types[i as usize] == "attention",
-            None => i % attn_period == attn_offset,
-        };
-        let is_moe = experts > 1 && i % moe_period == moe_offset;
+        let (is_attention, is_moe) = kinds[i as usize];
         if is_attention {
-            attention(&mut b, &format!("{p}.self_attn"), l, hidden, &at, false);
+            attention(&mut b, &join(&p, "self_attn"), l, hidden, &at, false);
         } else {
-            let m = format!("{p}.mamba");
+            let m = join(&p, "mamba");
             super::classic::mamba_mixer(&mut b, &m, l, hidden, &ssm, conv_bias, proj_bias);
-            b.norm(
-                &format!("{m}.dt_layernorm"),
-                l,
-                Component::Norm,
-                dt_rank,
-                false,
-            );
-            b.norm(
-                &format!("{m}.b_layernorm"),
-                l,
-                Component::Norm,
-                state,
-                false,
-            );
-            b.norm(
-                &format!("{m}.c_layernorm"),
-                l,
-                Component::Norm,
-                state,
-                false,
-            );
+            b.norm((&*m, "dt_layernorm"), l, Component::Norm, dt_rank, false);
+            b.norm((&*m, "b_layernorm"), l, Component::Norm, state, false);
+            b.norm((&*m, "c_layernorm"), l, Component::Norm, state, false);
         }
-        let ff = format!("{p}.feed_forward");
+        let ff = join(&p, "feed_forward");
         let ffn = if is_moe {
             b.param(
-                &format!("{ff}.router.weight"),
+                (&*ff, "router.weight"),
                 l,
                 Component::Router,
-                vec![experts, hidden],
+                [experts, hidden],
             );
             let two = inner.saturating_mul(2);
-            let gate_up = format!("{ff}.experts.gate_up_proj");
-            b.param(&gate_up, l, Component::Experts, vec![experts, two, hidden]);
-            let down = format!("{ff}.experts.down_proj");
-            b.param(&down, l, Component::Experts, vec![experts, hidden, inner]);
+            let gate_up = join(&ff, "experts.gate_up_proj");
+            b.param(&gate_up, l, Component::Experts, [experts, two, hidden]);
+            let down = join(&ff, "experts.down_proj");
+            b.param(&down, l, Component::Experts, [experts, hidden, inner]);
             FfnSpec::Moe {
                 num_experts: experts,
                 experts_per_token: top_k,
@@ -176,49 +182,32 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             }
         } else {
             for g in ["gate_proj", "up_proj"] {
-                b.linear(
-                    &format!("{ff}.{g}"),
-                    l,
-                    Component::Mlp,
-                    hidden,
-                    inner,
-                    false,
-                );
+                b.linear((&*ff, g), l, Component::Mlp, hidden, inner, false);
             }
-            b.linear(
-                &format!("{ff}.down_proj"),
-                l,
-                Component::Mlp,
-                inner,
-                hidden,
-                false,
-            );
+            b.linear((&*ff, "down_proj"), l, Component::Mlp, inner, hidden, false);
             FfnSpec::Dense {
                 intermediate_size: inner,
                 gated: true,
             }
         };
-        b.norm(
-            &format!("{p}.input_layernorm"),
-            l,
-            Component::Norm,
-            hidden,
-            false,
+        b.norm((&*p, "input_layernorm"), l, Component::Norm, hidden, false);
+        b.norm((&*p, "pre_ff_layernorm"), l, Component::Norm, hidden, false);
+        layers.add(
+            run,
+            LayerSpec {
+                attention: is_attention.then_some(at),
+                cross_attention: None,
+                ffn: Some(ffn),
+                ssm: (!is_attention).then_some(ssm),
+            },
         );
-        b.norm(
-            &format!("{p}.pre_ff_layernorm"),
-            l,
-            Component::Norm,
-            hidden,
-            false,
-        );
-        layers.push(LayerSpec {
-            attention: is_attention.then_some(at),
-            cross_attention: None,
-            ffn: Some(ffn),
-            ssm: (!is_attention).then_some(ssm),
-        });
     }
+    b.set_run(Progression {
+        first: 0,
+        stride: 1,
+        count: 1,
+    });
+    let layers = layers.into_layers(kinds.len());
     b.norm(
         "model.final_layernorm",
         None,
@@ -324,43 +313,42 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         dt_rank: m_heads,
         conv_dim,
     };
-    let mut b = Builder::default();
+    let runs = progressions(&kinds);
+    let mut b = Builder::with_capacity(runs.len().saturating_mul(20).saturating_add(4));
     b.embedding("model.embeddings", Component::Embedding, vocab, hidden);
-    let mut layers = Vec::new();
-    for (i, kind) in kinds.iter().enumerate() {
-        let (l, p) = (l32(i as u64), format!("model.layers.{i}"));
-        b.norm(&format!("{p}.norm"), l, Component::Norm, hidden, false);
-        let m = format!("{p}.mixer");
+    let mut layers = RunLayers::default();
+    for run in runs {
+        let i = run.first;
+        let kind = kinds[i as usize];
+        b.set_run(run);
+        let (l, p) = (l32(i), format!("model.layers.{i}"));
+        b.norm((&*p, "norm"), l, Component::Norm, hidden, false);
+        let m = join(&p, "mixer");
         let layer = match kind {
             'M' => {
                 for name in ["dt_bias", "A_log", "D"] {
-                    b.param(&format!("{m}.{name}"), l, Component::Mixer, vec![m_heads]);
+                    b.param((&*m, name), l, Component::Mixer, [m_heads]);
                 }
-                let cw = format!("{m}.conv1d.weight");
-                b.param(&cw, l, Component::Mixer, vec![conv_dim, 1, conv]);
+                let cw = join(&m, "conv1d.weight");
+                b.param(&cw, l, Component::Mixer, [conv_dim, 1, conv]);
                 if conv_bias {
-                    b.param(
-                        &format!("{m}.conv1d.bias"),
-                        l,
-                        Component::Bias,
-                        vec![conv_dim],
-                    );
+                    b.param((&*m, "conv1d.bias"), l, Component::Bias, [conv_dim]);
                 }
                 let in_out = d_inner
                     .saturating_mul(2)
                     .saturating_add(bc)
                     .saturating_add(m_heads);
                 b.linear(
-                    &format!("{m}.in_proj"),
+                    (&*m, "in_proj"),
                     l,
                     Component::Mixer,
                     hidden,
                     in_out,
                     proj_bias,
                 );
-                b.norm(&format!("{m}.norm"), l, Component::Norm, d_inner, false);
+                b.norm((&*m, "norm"), l, Component::Norm, d_inner, false);
                 b.linear(
-                    &format!("{m}.out_proj"),
+                    (&*m, "out_proj"),
                     l,
                     Component::Mixer,
                     d_inner,
@@ -384,16 +372,9 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 }
             }
             _ => {
+                b.linear((&*m, "up_proj"), l, Component::Mlp, hidden, inner, mlp_bias);
                 b.linear(
-                    &format!("{m}.up_proj"),
-                    l,
-                    Component::Mlp,
-                    hidden,
-                    inner,
-                    mlp_bias,
-                );
-                b.linear(
-                    &format!("{m}.down_proj"),
+                    (&*m, "down_proj"),
                     l,
                     Component::Mlp,
                     inner,
@@ -411,8 +392,14 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 }
             }
         };
-        layers.push(layer);
+        layers.add(run, layer);
     }
+    b.set_run(Progression {
+        first: 0,
+        stride: 1,
+        count: 1,
+    });
+    let layers = layers.into_layers(kinds.len());
     b.norm("model.norm_f", None, Component::FinalNorm, hidden, false);
     if !tie {
         b.linear("lm_head", None, Component::LmHead, hidden, vocab, false);
@@ -493,81 +480,37 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         let (l, p) = (l32(i), format!("model.layers.{i}"));
         let recurrent = types[(i as usize) % types.len()] == "recurrent";
         b.norm(
-            &format!("{p}.temporal_pre_norm"),
+            (&*p, "temporal_pre_norm"),
             l,
             Component::Norm,
             hidden,
             false,
         );
-        let t = format!("{p}.temporal_block");
+        let t = join(&p, "temporal_block");
         if recurrent {
             for name in ["linear_y", "linear_x"] {
-                b.linear(
-                    &format!("{t}.{name}"),
-                    l,
-                    Component::Mixer,
-                    hidden,
-                    lru,
-                    true,
-                );
+                b.linear((&*t, name), l, Component::Mixer, hidden, lru, true);
             }
-            b.linear(
-                &format!("{t}.linear_out"),
-                l,
-                Component::Mixer,
-                lru,
-                hidden,
-                true,
-            );
-            b.param(
-                &format!("{t}.conv_1d.weight"),
-                l,
-                Component::Mixer,
-                vec![lru, 1, conv],
-            );
-            b.param(&format!("{t}.conv_1d.bias"), l, Component::Bias, vec![lru]);
-            let r = format!("{t}.rg_lru");
-            b.param(
-                &format!("{r}.recurrent_param"),
-                l,
-                Component::Mixer,
-                vec![lru],
-            );
+            b.linear((&*t, "linear_out"), l, Component::Mixer, lru, hidden, true);
+            b.param((&*t, "conv_1d.weight"), l, Component::Mixer, [lru, 1, conv]);
+            b.param((&*t, "conv_1d.bias"), l, Component::Bias, [lru]);
+            let r = join(&t, "rg_lru");
+            b.param((&*r, "recurrent_param"), l, Component::Mixer, [lru]);
             for gate in ["input_gate", "recurrent_gate"] {
-                let w = vec![at.num_heads, block, block];
+                let w = [at.num_heads, block, block];
                 b.param(&format!("{r}.{gate}_weight"), l, Component::Mixer, w);
-                let bias = vec![at.num_heads, block];
+                let bias = [at.num_heads, block];
                 b.param(&format!("{r}.{gate}_bias"), l, Component::Mixer, bias);
             }
         } else {
             attention(&mut b, &t, l, hidden, &at, true);
         }
-        b.norm(
-            &format!("{p}.channel_pre_norm"),
-            l,
-            Component::Norm,
-            hidden,
-            false,
-        );
-        let m = format!("{p}.mlp_block");
+        b.norm((&*p, "channel_pre_norm"), l, Component::Norm, hidden, false);
+        let m = join(&p, "mlp_block");
         for name in ["gate_proj", "up_proj"] {
-            b.linear(
-                &format!("{m}.{name}"),
-                l,
-                Component::Mlp,
-                hidden,
-                inner,
-                true,
-            );
+            b.linear((&*m, name), l, Component::Mlp, hidden, inner, true);
         }
-        b.linear(
-            &format!("{m}.down_proj"),
-            l,
-            Component::Mlp,
-            inner,
-            hidden,
-            true,
-        );
+        b.linear((&*m, "down_proj"), l, Component::Mlp, inner, hidden, true);
         layers.push(LayerSpec {
             attention: (!recurrent).then_some(at),
             cross_attention: None,

@@ -12,7 +12,7 @@ use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::json::parse_lenient;
 use crate::spec::ModelSpec;
-pub(crate) use builder::Builder;
+pub(crate) use builder::{join, Builder};
 
 /// Every `model_type` resolved with architecture-specific rules (others use the generic decoder reading).
 pub const KNOWN_MODEL_TYPES: &[&str] = &[

@@ -6,7 +6,7 @@
 //! the tensor inventory and the per-layer specs. `tests/arch_headers.rs` checks every name and shape
 //! against the model `transformers` itself builds from the same published config.
 
-use super::{dropouts, Builder};
+use super::{dropouts, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelSpec, NormKind};
@@ -171,12 +171,12 @@ fn build(
         let a = format!("{p}.{}", lay.attn);
         let m = format!("{p}.{}", lay.mlp);
         for n in lay.norms {
-            b.norm(&format!("{p}.{n}"), l, Component::Norm, s.hidden, norm_bias);
+            b.norm(&join(&p, n), l, Component::Norm, s.hidden, norm_bias);
         }
         match lay.qkv {
             Qkv::Separate(names) => {
                 for (n, out) in names.iter().zip([q_out, kv_out, kv_out]) {
-                    let path = format!("{a}.{n}");
+                    let path = join(&a, n);
                     proj(
                         &mut b,
                         &lay,
@@ -190,7 +190,7 @@ fn build(
             }
             Qkv::Fused(n) => {
                 let out = q_out.saturating_add(kv_out.saturating_mul(2));
-                let path = format!("{a}.{n}");
+                let path = join(&a, n);
                 proj(
                     &mut b,
                     &lay,
@@ -214,7 +214,7 @@ fn build(
         );
         extra(&mut b, &a, l);
         if let Some(g) = lay.gate {
-            let path = format!("{m}.{g}");
+            let path = join(&m, g);
             proj(
                 &mut b,
                 &lay,
@@ -266,12 +266,7 @@ fn build(
         );
     } else if s.head_bias {
         // A tied head keeps its own bias (phi's lm_head.bias when tied).
-        b.param(
-            &format!("{head_name}.bias"),
-            None,
-            Component::LmHead,
-            vec![s.vocab],
-        );
+        b.param(&join(head_name, "bias"), None, Component::LmHead, [s.vocab]);
     }
     let layer = LayerSpec {
         attention: Some(AttentionSpec {
@@ -578,20 +573,8 @@ pub(crate) fn persimmon(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let qk = f.bool("qk_layernorm")?.unwrap_or(true);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
         if qk {
-            b.norm(
-                &format!("{a}.q_layernorm"),
-                l,
-                Component::Norm,
-                head_dim,
-                true,
-            );
-            b.norm(
-                &format!("{a}.k_layernorm"),
-                l,
-                Component::Norm,
-                head_dim,
-                true,
-            );
+            b.norm(&join(a, "q_layernorm"), l, Component::Norm, head_dim, true);
+            b.norm(&join(a, "k_layernorm"), l, Component::Norm, head_dim, true);
         }
     };
     let act = f.str("hidden_act")?.unwrap_or("relu2");
@@ -643,20 +626,8 @@ pub(crate) fn phi(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let qk = f.bool("qk_layernorm")?.unwrap_or(false);
     let extra = move |b: &mut Builder, a: &str, l: Option<u32>| {
         if qk {
-            b.norm(
-                &format!("{a}.q_layernorm"),
-                l,
-                Component::Norm,
-                head_dim,
-                true,
-            );
-            b.norm(
-                &format!("{a}.k_layernorm"),
-                l,
-                Component::Norm,
-                head_dim,
-                true,
-            );
+            b.norm(&join(a, "q_layernorm"), l, Component::Norm, head_dim, true);
+            b.norm(&join(a, "k_layernorm"), l, Component::Norm, head_dim, true);
         }
     };
     let act = f.str("hidden_act")?.unwrap_or("gelu_new");
@@ -761,11 +732,11 @@ pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     if layers > 0 {
         let l = Some(0);
         let p = "transformer.blocks.0";
-        let n = format!("{p}.norm_attn_norm");
-        b.norm(&format!("{n}.norm_1"), l, Component::Norm, hidden, false);
+        let n = join(p, "norm_attn_norm");
+        b.norm(&join(&n, "norm_1"), l, Component::Norm, hidden, false);
         let qkv_out = hidden.saturating_add(kv.saturating_mul(head_dim).saturating_mul(2));
         b.linear(
-            &format!("{n}.attn.Wqkv"),
+            &join(&n, "attn.Wqkv"),
             l,
             Component::Attention,
             hidden,
@@ -773,16 +744,16 @@ pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             false,
         );
         b.linear(
-            &format!("{n}.attn.out_proj"),
+            &join(&n, "attn.out_proj"),
             l,
             Component::Attention,
             hidden,
             hidden,
             false,
         );
-        b.norm(&format!("{n}.norm_2"), l, Component::Norm, hidden, false);
+        b.norm(&join(&n, "norm_2"), l, Component::Norm, hidden, false);
         b.linear(
-            &format!("{p}.ffn.router.layer"),
+            &join(p, "ffn.router.layer"),
             l,
             Component::Router,
             hidden,
@@ -792,7 +763,7 @@ pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         let rows = experts.saturating_mul(inner);
         for w in ["w1", "v1", "w2"] {
             let name = format!("{p}.ffn.experts.mlp.{w}");
-            b.param(&name, l, Component::Experts, vec![rows, hidden]);
+            b.param(&name, l, Component::Experts, [rows, hidden]);
         }
     }
     b.repeat = 1;
@@ -969,7 +940,7 @@ pub(crate) fn chatglm(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         "transformer.rotary_pos_emb.inv_freq",
         None,
         Component::Embedding,
-        vec![head_dim / 4],
+        [head_dim / 4],
     );
     spec.tensors.extend(b.tensors);
     Ok(spec)

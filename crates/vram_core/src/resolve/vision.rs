@@ -1,7 +1,7 @@
 //! Multimodal wrappers: the language model under `text_config`, plus the vision tower and projector.
 //! llava (modeling_llava.py) wraps a CLIP vision encoder (modeling_clip.py `CLIPVisionModel`).
 
-use super::{decoder::decoder, Builder};
+use super::{decoder::decoder, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::spec::{Component, ModelSpec, VisionSpec};
@@ -80,25 +80,25 @@ fn clip_vision(
     // transformers 5.x builds the CLIP vision transformer directly as `vision_tower`.
     let p = "model.vision_tower";
     b.param(
-        &format!("{p}.embeddings.class_embedding"),
+        &join(p, "embeddings.class_embedding"),
         None,
         Component::Vision,
-        vec![hidden],
+        [hidden],
     );
     b.param(
-        &format!("{p}.embeddings.patch_embedding.weight"),
+        &join(p, "embeddings.patch_embedding.weight"),
         None,
         Component::Vision,
-        vec![hidden, channels, patch, patch],
+        [hidden, channels, patch, patch],
     );
     b.param(
-        &format!("{p}.embeddings.position_embedding.weight"),
+        &join(p, "embeddings.position_embedding.weight"),
         None,
         Component::Vision,
-        vec![positions, hidden],
+        [positions, hidden],
     );
     b.norm(
-        &format!("{p}.pre_layrnorm"),
+        &join(p, "pre_layrnorm"),
         None,
         Component::Vision,
         hidden,
@@ -106,7 +106,7 @@ fn clip_vision(
     );
     vit_layers(&mut b, p, hidden, inner, layers);
     b.norm(
-        &format!("{p}.post_layernorm"),
+        &join(p, "post_layernorm"),
         None,
         Component::Vision,
         hidden,
@@ -165,7 +165,7 @@ fn vit_layers(b: &mut Builder, p: &str, hidden: u64, inner: u64, layers: u64) {
     for i in 0..layers {
         let l = format!("{p}.encoder.layers.{i}");
         b.norm(
-            &format!("{l}.layer_norm1"),
+            &join(&l, "layer_norm1"),
             None,
             Component::Vision,
             hidden,
@@ -176,14 +176,14 @@ fn vit_layers(b: &mut Builder, p: &str, hidden: u64, inner: u64, layers: u64) {
             b.linear(&path, None, Component::Vision, hidden, hidden, true);
         }
         b.norm(
-            &format!("{l}.layer_norm2"),
+            &join(&l, "layer_norm2"),
             None,
             Component::Vision,
             hidden,
             true,
         );
         b.linear(
-            &format!("{l}.mlp.fc1"),
+            &join(&l, "mlp.fc1"),
             None,
             Component::Vision,
             hidden,
@@ -191,7 +191,7 @@ fn vit_layers(b: &mut Builder, p: &str, hidden: u64, inner: u64, layers: u64) {
             true,
         );
         b.linear(
-            &format!("{l}.mlp.fc2"),
+            &join(&l, "mlp.fc2"),
             None,
             Component::Vision,
             inner,
@@ -228,26 +228,26 @@ fn gemma3_vision(spec: &mut ModelSpec, v: Fields<'_>) -> Result<(), ConfigError>
     let mut b = Builder::default();
     let p = "model.vision_tower";
     b.param(
-        &format!("{p}.embeddings.patch_embedding.weight"),
+        &join(p, "embeddings.patch_embedding.weight"),
         None,
         Component::Vision,
-        vec![hidden, channels, patch, patch],
+        [hidden, channels, patch, patch],
     );
     b.param(
-        &format!("{p}.embeddings.patch_embedding.bias"),
+        &join(p, "embeddings.patch_embedding.bias"),
         None,
         Component::Vision,
-        vec![hidden],
+        [hidden],
     );
     b.param(
-        &format!("{p}.embeddings.position_embedding.weight"),
+        &join(p, "embeddings.position_embedding.weight"),
         None,
         Component::Vision,
-        vec![side.saturating_mul(side), hidden],
+        [side.saturating_mul(side), hidden],
     );
     vit_layers(&mut b, p, hidden, inner, layers);
     b.norm(
-        &format!("{p}.post_layernorm"),
+        &join(p, "post_layernorm"),
         None,
         Component::Vision,
         hidden,
@@ -261,7 +261,7 @@ fn gemma3_vision(spec: &mut ModelSpec, v: Fields<'_>) -> Result<(), ConfigError>
         "model.multi_modal_projector.mm_input_projection_weight",
         None,
         Component::Projector,
-        vec![hidden, text_hidden],
+        [hidden, text_hidden],
     );
     b.norm(
         "model.multi_modal_projector.mm_soft_emb_norm",
@@ -337,16 +337,16 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
     let mut b = Builder::default();
     let p = "model.visual";
     b.param(
-        &format!("{p}.patch_embed.proj.weight"),
+        &join(p, "patch_embed.proj.weight"),
         None,
         Component::Vision,
-        vec![embed, channels, temporal, patch, patch],
+        [embed, channels, temporal, patch, patch],
     );
     for i in 0..depth {
         let l = format!("{p}.blocks.{i}");
-        b.norm(&format!("{l}.norm1"), None, Component::Vision, embed, !v25);
-        b.norm(&format!("{l}.norm2"), None, Component::Vision, embed, !v25);
-        let qkv = format!("{l}.attn.qkv");
+        b.norm(&join(&l, "norm1"), None, Component::Vision, embed, !v25);
+        b.norm(&join(&l, "norm2"), None, Component::Vision, embed, !v25);
+        let qkv = join(&l, "attn.qkv");
         b.linear(
             &qkv,
             None,
@@ -356,7 +356,7 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
             true,
         );
         b.linear(
-            &format!("{l}.attn.proj"),
+            &join(&l, "attn.proj"),
             None,
             Component::Vision,
             embed,
@@ -368,11 +368,11 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
                 let path = format!("{l}.mlp.{proj}");
                 b.linear(&path, None, Component::Vision, embed, inner, true);
             }
-            let down = format!("{l}.mlp.down_proj");
+            let down = join(&l, "mlp.down_proj");
             b.linear(&down, None, Component::Vision, inner, embed, true);
         } else {
             b.linear(
-                &format!("{l}.mlp.fc1"),
+                &join(&l, "mlp.fc1"),
                 None,
                 Component::Vision,
                 embed,
@@ -380,7 +380,7 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
                 true,
             );
             b.linear(
-                &format!("{l}.mlp.fc2"),
+                &join(&l, "mlp.fc2"),
                 None,
                 Component::Vision,
                 inner,
@@ -394,14 +394,14 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
     }
     let merged = embed.saturating_mul(merge).saturating_mul(merge);
     b.norm(
-        &format!("{p}.merger.ln_q"),
+        &join(p, "merger.ln_q"),
         None,
         Component::Projector,
         embed,
         !v25,
     );
     b.linear(
-        &format!("{p}.merger.mlp.0"),
+        &join(p, "merger.mlp.0"),
         None,
         Component::Projector,
         merged,
@@ -409,7 +409,7 @@ pub(crate) fn qwen_vl(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Conf
         true,
     );
     b.linear(
-        &format!("{p}.merger.mlp.2"),
+        &join(p, "merger.mlp.2"),
         None,
         Component::Projector,
         merged,
@@ -480,29 +480,29 @@ pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let mut b = Builder::default();
     let p = "vision_model";
     b.param(
-        &format!("{p}.class_embedding"),
+        &join(p, "class_embedding"),
         None,
         Component::Vision,
-        vec![hidden],
+        [hidden],
     );
     b.param(
-        &format!("{p}.positional_embedding_vlm"),
+        &join(p, "positional_embedding_vlm"),
         None,
         Component::Vision,
-        vec![side.saturating_mul(side).saturating_add(1), hidden],
+        [side.saturating_mul(side).saturating_add(1), hidden],
     );
     let patch_in = channels.saturating_mul(patch).saturating_mul(patch);
-    let pe = format!("{p}.patch_embedding.linear");
+    let pe = join(p, "patch_embedding.linear");
     b.linear(&pe, None, Component::Vision, patch_in, hidden, false);
     b.norm(
-        &format!("{p}.layernorm_pre"),
+        &join(p, "layernorm_pre"),
         None,
         Component::Vision,
         hidden,
         true,
     );
     b.norm(
-        &format!("{p}.layernorm_post"),
+        &join(p, "layernorm_post"),
         None,
         Component::Vision,
         hidden,
@@ -515,7 +515,7 @@ pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             b.linear(&path, None, Component::Vision, hidden, hidden, true);
         }
         b.linear(
-            &format!("{l}.mlp.fc1"),
+            &join(&l, "mlp.fc1"),
             None,
             Component::Vision,
             hidden,
@@ -523,7 +523,7 @@ pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.linear(
-            &format!("{l}.mlp.fc2"),
+            &join(&l, "mlp.fc2"),
             None,
             Component::Vision,
             inner,
@@ -531,18 +531,18 @@ pub(crate) fn llama4(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             true,
         );
         b.norm(
-            &format!("{l}.input_layernorm"),
+            &join(&l, "input_layernorm"),
             None,
             Component::Vision,
             hidden,
             true,
         );
-        let post = format!("{l}.post_attention_layernorm");
+        let post = join(&l, "post_attention_layernorm");
         b.norm(&post, None, Component::Vision, hidden, true);
     }
-    let fc1 = format!("{p}.vision_adapter.mlp.fc1");
+    let fc1 = join(p, "vision_adapter.mlp.fc1");
     b.linear(&fc1, None, Component::Vision, shuffled, adapter_in, false);
-    let fc2 = format!("{p}.vision_adapter.mlp.fc2");
+    let fc2 = join(p, "vision_adapter.mlp.fc2");
     b.linear(
         &fc2,
         None,
@@ -666,22 +666,22 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                     .name
                     .trim_end_matches(".self_attn.q_proj.weight")
                     .to_string();
-                let a = format!("{p}.cross_attn");
+                let a = join(&p, "cross_attn");
                 let mut c = Builder::default();
                 c.param(
-                    &format!("{p}.cross_attn_attn_gate"),
+                    &join(&p, "cross_attn_attn_gate"),
                     Some(l),
                     Component::Attention,
-                    vec![1],
+                    [1],
                 );
                 c.param(
-                    &format!("{p}.cross_attn_mlp_gate"),
+                    &join(&p, "cross_attn_mlp_gate"),
                     Some(l),
                     Component::Mlp,
-                    vec![1],
+                    [1],
                 );
                 c.linear(
-                    &format!("{a}.q_proj"),
+                    &join(&a, "q_proj"),
                     Some(l),
                     Component::Attention,
                     hidden,
@@ -689,7 +689,7 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                     false,
                 );
                 c.linear(
-                    &format!("{a}.k_proj"),
+                    &join(&a, "k_proj"),
                     Some(l),
                     Component::Attention,
                     hidden,
@@ -697,7 +697,7 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                     false,
                 );
                 c.linear(
-                    &format!("{a}.v_proj"),
+                    &join(&a, "v_proj"),
                     Some(l),
                     Component::Attention,
                     hidden,
@@ -705,7 +705,7 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                     false,
                 );
                 c.linear(
-                    &format!("{a}.o_proj"),
+                    &join(&a, "o_proj"),
                     Some(l),
                     Component::Attention,
                     q,
@@ -713,14 +713,14 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                     false,
                 );
                 c.norm(
-                    &format!("{a}.q_norm"),
+                    &join(&a, "q_norm"),
                     Some(l),
                     Component::Norm,
                     head_dim,
                     false,
                 );
                 c.norm(
-                    &format!("{a}.k_norm"),
+                    &join(&a, "k_norm"),
                     Some(l),
                     Component::Norm,
                     head_dim,
@@ -766,32 +766,27 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let positions = side.saturating_mul(side).saturating_add(1);
     let mut b = Builder::default();
     let p = "model.vision_model";
-    b.param(
-        &format!("{p}.class_embedding"),
-        None,
-        Component::Vision,
-        vec![vh],
-    );
+    b.param(&join(p, "class_embedding"), None, Component::Vision, [vh]);
     let pw = vec![vh, channels, patch, patch];
     b.param(
-        &format!("{p}.patch_embedding.weight"),
+        &join(p, "patch_embedding.weight"),
         None,
         Component::Vision,
         pw,
     );
-    let g = format!("{p}.gated_positional_embedding");
-    b.param(&format!("{g}.gate"), None, Component::Vision, vec![1]);
+    let g = join(p, "gated_positional_embedding");
+    b.param(&join(&g, "gate"), None, Component::Vision, [1]);
     b.param(
-        &format!("{g}.embedding"),
+        &join(&g, "embedding"),
         None,
         Component::Vision,
-        vec![positions, vh],
+        [positions, vh],
     );
     let tile_rows = ratios.saturating_add(1);
     let tile_width = tiles.saturating_mul(positions).saturating_mul(vh);
     let tw = vec![tile_rows, tile_width];
     b.param(
-        &format!("{g}.tile_embedding.weight"),
+        &join(&g, "tile_embedding.weight"),
         None,
         Component::Vision,
         tw,
@@ -800,20 +795,14 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         "pre_tile_positional_embedding",
         "post_tile_positional_embedding",
     ] {
-        let e = format!("{p}.{which}");
-        b.param(&format!("{e}.gate"), None, Component::Vision, vec![1]);
+        let e = join(p, which);
+        b.param(&join(&e, "gate"), None, Component::Vision, [1]);
         let w = vec![tile_rows, tiles.saturating_mul(vh)];
-        b.param(&format!("{e}.embedding.weight"), None, Component::Vision, w);
+        b.param(&join(&e, "embedding.weight"), None, Component::Vision, w);
     }
+    b.norm(&join(p, "layernorm_pre"), None, Component::Vision, vh, true);
     b.norm(
-        &format!("{p}.layernorm_pre"),
-        None,
-        Component::Vision,
-        vh,
-        true,
-    );
-    b.norm(
-        &format!("{p}.layernorm_post"),
+        &join(p, "layernorm_post"),
         None,
         Component::Vision,
         vh,
@@ -826,15 +815,15 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         for i in 0..count {
             let l = format!("{p}.{stack}.layers.{i}");
             if gated {
-                b.param(&format!("{l}.gate_attn"), None, Component::Vision, vec![1]);
-                b.param(&format!("{l}.gate_ffn"), None, Component::Vision, vec![1]);
+                b.param(&join(&l, "gate_attn"), None, Component::Vision, [1]);
+                b.param(&join(&l, "gate_ffn"), None, Component::Vision, [1]);
             }
             for proj in ["q_proj", "k_proj", "v_proj", "o_proj"] {
                 let path = format!("{l}.self_attn.{proj}");
                 b.linear(&path, None, Component::Vision, vh, vh, false);
             }
             b.linear(
-                &format!("{l}.mlp.fc1"),
+                &join(&l, "mlp.fc1"),
                 None,
                 Component::Vision,
                 vh,
@@ -842,7 +831,7 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 true,
             );
             b.linear(
-                &format!("{l}.mlp.fc2"),
+                &join(&l, "mlp.fc2"),
                 None,
                 Component::Vision,
                 inner,
@@ -850,13 +839,13 @@ pub(crate) fn mllama(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
                 true,
             );
             b.norm(
-                &format!("{l}.input_layernorm"),
+                &join(&l, "input_layernorm"),
                 None,
                 Component::Vision,
                 vh,
                 true,
             );
-            let post = format!("{l}.post_attention_layernorm");
+            let post = join(&l, "post_attention_layernorm");
             b.norm(&post, None, Component::Vision, vh, true);
         }
     }

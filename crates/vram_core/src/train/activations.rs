@@ -925,11 +925,7 @@ impl<'a> Walk<'a> {
             self.lora.map_or(0, |l| {
                 l.adapted
                     .iter()
-                    .filter(|a| {
-                        a.layer.is_some_and(|first| {
-                            (i as u32) >= first && (i as u32) - first < a.repeat
-                        })
-                    })
+                    .filter(|a| a.in_layer(i as u32))
                     .map(|a| a.params(l.r) * 4)
                     .sum()
             })

@@ -38,11 +38,13 @@ pub fn default_targets(model_type: &str) -> Option<&'static [&'static str]> {
 pub struct AdaptedLinear {
     /// Module path (`model.layers.0.self_attn.q_proj`).
     pub module: String,
-    /// Layer index, if the module is inside a layer: the first of `repeat` consecutive layers
+    /// Layer index, if the module is inside a layer: the first of `repeat` layers, `stride` apart,
     /// whose module of this role is adapted.
     pub layer: Option<u32>,
-    /// Consecutive layers adapted alike (1 outside the layers).
+    /// Layers adapted alike (1 outside the layers).
     pub repeat: u32,
+    /// Distance between those layers (1: consecutive).
+    pub stride: u32,
     /// Input features of the base linear.
     pub in_features: u64,
     /// Output features of the base linear.
@@ -50,6 +52,16 @@ pub struct AdaptedLinear {
 }
 
 impl AdaptedLinear {
+    /// Whether layer `l` holds one of these adapted modules.
+    pub fn in_layer(&self, l: u32) -> bool {
+        self.layer.is_some_and(|first| {
+            let stride = self.stride.max(1);
+            l >= first
+                && (l - first).is_multiple_of(stride)
+                && (l - first) / stride < self.repeat.max(1)
+        })
+    }
+
     /// `r · (in + out)`: `lora_A` is `[r, in]`, `lora_B` is `[out, r]`, neither has a bias.
     pub fn params(&self, r: u64) -> u64 {
         r.saturating_mul(self.in_features.saturating_add(self.out_features))
@@ -164,7 +176,7 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
         }
         let module = module_path(&t.name);
         let key = (shape.in_features, shape.out_features);
-        let mut add = |module: String, layer: Option<u32>, repeat: u32| {
+        let mut add = |module: String, layer: Option<u32>, repeat: u32, stride: u32| {
             match shapes.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, n)) => *n += u64::from(repeat),
                 None => shapes.push((key, u64::from(repeat))),
@@ -173,15 +185,17 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
                 module,
                 layer,
                 repeat,
+                stride,
                 in_features: shape.in_features,
                 out_features: shape.out_features,
             });
         };
         match t.layer {
-            Some(first) if t.repeat > 1 && !leaf_targets => {
-                // layer by layer: contiguous adapted layers become one entry
+            Some(_) if t.repeat > 1 && !leaf_targets => {
+                // layer by layer: adapted layers next to each other in the run become one entry
+                let stride = t.stride.max(1);
                 let mut run: Option<(u32, u32, String)> = None;
-                for l in first..first.saturating_add(t.repeat) {
+                for l in t.layers() {
                     let name = t.name_in_layer(l);
                     if hits(module_path(&name)) {
                         adapted_in_layer.push((index, l));
@@ -190,11 +204,11 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
                             None => run = Some((l, 1, module_path(&name).to_string())),
                         }
                     } else if let Some((start, n, m)) = run.take() {
-                        add(m, Some(start), n);
+                        add(m, Some(start), n, stride);
                     }
                 }
                 if let Some((start, n, m)) = run.take() {
-                    add(m, Some(start), n);
+                    add(m, Some(start), n, stride);
                 }
             }
             _ => {
@@ -202,7 +216,12 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
                     // Several weights of one module (none in the supported models) adapt it once, as
                     // `adapted` lists it once per weight too.
                     adapted_tensor[index] = true;
-                    add(module.to_string(), t.layer, t.repeat.max(1));
+                    add(
+                        module.to_string(),
+                        t.layer,
+                        t.repeat.max(1),
+                        t.stride.max(1),
+                    );
                 }
             }
         }

@@ -389,7 +389,8 @@ mod tests {
             component: Component::Mlp,
             layer: Some(0),
             repeat: 1,
-            shape: shape.clone(),
+            stride: 1,
+            shape: shape.clone().into(),
             linear: Some(crate::spec::LinearShape {
                 in_features: shape[1],
                 out_features: shape[0],

@@ -186,8 +186,8 @@ fn stage_params(spec: &ModelSpec, layout: &Layout) -> Vec<StageParams> {
         let n = local(t);
         let expert = split_of(t.component) == Split::Expert;
         match t.layer {
-            Some(first) => {
-                for l in first..first.saturating_add(t.repeat.max(1)) {
+            Some(_) => {
+                for l in t.layers() {
                     let Some(&s) = stage_of_layer.get(l as usize) else {
                         continue;
                     };
