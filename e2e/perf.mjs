@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { launch, REPO, openApp, waitFor, openPerfScenario, perfBatchChange } from './harness.mjs';
+import { launch, REPO, openApp, waitFor, openPerfScenario, perfBatchChange, chooseTask, typeField } from './harness.mjs';
 
 const url = process.env.VRAM_E2E_URL;
 const dist = path.join(REPO, 'dist');
@@ -64,4 +64,31 @@ console.log(`over ${shown.length} batch changes (${charts} charts on the page):`
 console.log(`  input → training phase chart redrawn (vram:redraw, after the first frame): ${stats(phases)}`);
 console.log(`  input → verdict, bars, table shown, after layout (vram:shown): ${stats(shown)}`);
 console.log(`  input → solvers, make-it-fit, precision strip, sweeps and all charts done (vram:settled): ${stats(settled)}`);
+
+// The layout planner in the page (issue "A fast core": ≤ 300 ms): Llama-2-70B, the Train task with
+// micro-batches up to 8, 64 GPUs in nodes of 8, "Find layouts" clicked 10 times; `vram:plan`
+// measures the core's planner call.
+{
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const p = await ctx.newPage();
+  await openApp(p, url);
+  await p.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-2-70b-hf');
+  await chooseTask(p, 'train');
+  await typeField(p, 'batch', 8);
+  for (const [id, v] of [['plan-gpus', 64], ['plan-per-node', 8]]) {
+    await p.fill(`[data-testid="${id}"]`, String(v));
+    await p.dispatchEvent(`[data-testid="${id}"]`, 'change');
+  }
+  const plan = [];
+  for (let i = 0; i < 10; i++) {
+    const n = await p.evaluate(() => performance.getEntriesByName('vram:plan').length);
+    await p.click('[data-testid="plan-find"]');
+    await waitFor(p, (k) => performance.getEntriesByName('vram:plan').length > k, n, 'vram:plan', 60000);
+    plan.push(await p.evaluate((k) => performance.getEntriesByName('vram:plan')[k].duration, n));
+  }
+  await waitFor(p, () => document.querySelector('[data-testid="plan-results"]'), null, 'plan results');
+  const considered = await p.evaluate(() => document.querySelector('[data-testid="plan-results"]').dataset.considered);
+  console.log(`planner, Llama-2-70B, Train (micro-batch ≤ 8), 64 GPUs in nodes of 8: ${considered} layouts estimated; vram:plan ${stats(plan)}`);
+  await ctx.close();
+}
 await browser.close();

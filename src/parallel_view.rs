@@ -230,7 +230,7 @@ fn run_plan(state: AppState, gpus: u64, per_node: u64) -> Option<PlanResult> {
                     .map_or_else(|| m.spec.name.clone(), |p| p.repo.to_string()),
                 _ => m.spec.name.clone(),
             };
-            plan::plan(&m.spec, &req, &id)
+            crate::perf::measure_plan(|| plan::plan(&m.spec, &req, &id))
         })
     })
 }
@@ -391,7 +391,7 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
         }
     });
     view! {
-        <div class="plan-results" data-testid="plan-results">
+        <div class="plan-results" data-testid="plan-results" data-considered=r.considered.to_string()>
             <p class="hint">{format!("{} {}", r.considered, t.considered)}</p>
             {nothing}
             <ol class="plan-list">{list}</ol>

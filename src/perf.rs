@@ -61,3 +61,19 @@ pub fn mark_mounted() {
         let _ = p.mark("vram:mounted");
     }
 }
+
+/// Runs `work` between the marks `vram:plan-start` and `vram:plan-end` and measures `vram:plan`
+/// (the layout planner on a click; docs/performance.md §Planner reads it).
+pub fn measure_plan<T>(work: impl FnOnce() -> T) -> T {
+    let p = performance();
+    if let Some(p) = &p {
+        let _ = p.mark("vram:plan-start");
+    }
+    let out = work();
+    if let Some(p) = &p {
+        let _ = p.mark("vram:plan-end");
+        let _ =
+            p.measure_with_start_mark_and_end_mark("vram:plan", "vram:plan-start", "vram:plan-end");
+    }
+    out
+}

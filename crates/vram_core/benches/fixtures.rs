@@ -22,6 +22,10 @@ pub fn fixtures() -> Vec<Fixture> {
     let q = preset("Qwen__Qwen3-8B");
     let d = preset("deepseek-ai__DeepSeek-V3");
     let m = preset("mistralai__Mixtral-8x7B-v0.1");
+    // Hybrids: Jamba interleaves Mamba and attention layers (1 in 8) and MoE and dense MLPs (every
+    // other layer); Nemotron-H interleaves Mamba-2, attention and MLP-only layers.
+    let j = preset("ai21labs__AI21-Jamba-1.5-Mini");
+    let n = preset("nvidia__Nemotron-H-8B-Base-8K");
     vec![
         Fixture {
             name: "Qwen3-8B",
@@ -43,6 +47,16 @@ pub fn fixtures() -> Vec<Fixture> {
             json: m.json,
             published_params: m.published_params,
         },
+        Fixture {
+            name: "Jamba-1.5-Mini",
+            json: j.json,
+            published_params: j.published_params,
+        },
+        Fixture {
+            name: "Nemotron-H-8B",
+            json: n.json,
+            published_params: n.published_params,
+        },
     ]
 }
 
@@ -58,3 +72,6 @@ pub fn train_scenario() -> Scenario {
 pub fn infer_scenario() -> Scenario {
     Scenario::inference()
 }
+
+/// The largest micro-batch the planner benchmark tries (it tries 1, 2, 4 and 8 on every layout).
+pub const PLANNER_MAX_MICRO_BATCH: u64 = 8;
