@@ -25,6 +25,7 @@
 //! - gradient checkpointing (HF `GradientCheckpointingLayer`, `torch.utils.checkpoint`
 //!   non-reentrant): every layer keeps its input; the rest is recomputed one layer at a time.
 
+use super::few::Few;
 use super::lora::LoraPlan;
 use super::persistent::Precision;
 use super::sim::{Sim, V};
@@ -53,13 +54,76 @@ pub struct LayerAct {
     pub grad_bytes: u64,
 }
 
+/// The layers' figures as runs of identical consecutive layers: a 36-layer model whose layers
+/// are alike is one entry, so sweeps neither copy nor compare 36 entries per point.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LayerRuns {
+    /// (figures, consecutive layers with them); adjacent runs always differ.
+    runs: Vec<(LayerAct, u64)>,
+}
+
+impl LayerRuns {
+    /// Appends `count` layers with the figures `act`.
+    pub fn push_n(&mut self, act: &LayerAct, count: u64) {
+        if count == 0 {
+            return;
+        }
+        match self.runs.last_mut() {
+            Some((last, n)) if last == act => *n = n.saturating_add(count),
+            _ => self.runs.push((act.clone(), count)),
+        }
+    }
+
+    /// Appends one layer.
+    pub fn push(&mut self, act: &LayerAct) {
+        self.push_n(act, 1);
+    }
+
+    /// The runs, first layer first.
+    pub fn runs(&self) -> &[(LayerAct, u64)] {
+        &self.runs
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> u64 {
+        self.runs.iter().map(|r| r.1).sum()
+    }
+
+    /// Whether there are no layers.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// The first layer's figures.
+    pub fn first(&self) -> Option<&LayerAct> {
+        self.runs.first().map(|r| &r.0)
+    }
+
+    /// Every layer's figures, one per layer.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &LayerAct> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|(a, n)| std::iter::repeat_n(a, usize::try_from(*n).unwrap_or(usize::MAX)))
+    }
+}
+
+impl FromIterator<LayerAct> for LayerRuns {
+    fn from_iter<I: IntoIterator<Item = LayerAct>>(iter: I) -> Self {
+        let mut out = LayerRuns::default();
+        for a in iter {
+            out.push(&a);
+        }
+        out
+    }
+}
+
 /// Activation profile of one step.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ActivationProfile {
     /// Tokens per micro-batch (b·s).
     pub tokens: u64,
-    /// One entry per layer of the main stack.
-    pub layers: Vec<LayerAct>,
+    /// The layers of the main stack, as runs of identical ones.
+    pub layers: LayerRuns,
     /// Bytes saved before the first layer (embedding dropout masks, embedding LayerNorm, labels).
     pub pre_saved_bytes: u64,
     /// Bytes saved by the final norm and the head matmul (incl. the head's autocast weight copy).
@@ -191,14 +255,21 @@ fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
 }
 
 impl<'a> Walk<'a> {
-    /// The tensors of layer `i`'s blocks (attention, MLP, experts, router, norms, biases).
-    fn layer_tensors(&self, i: usize) -> Vec<&'a TensorSpec> {
+    /// The linear weights of `component` among layer `i`'s block tensors (attention, MLP,
+    /// experts, router, norms, biases), as indices into the inventory, in inventory order.
+    fn layer_linears(&self, i: usize, component: Component) -> Few<usize, 8> {
         let spec = self.spec;
         self.derived
             .layer_tensors
             .get(i)
-            .map(|ix| ix.iter().map(|&j| &spec.tensors[j]).collect())
-            .unwrap_or_default()
+            .map_or(&[][..], |ix| ix.as_slice())
+            .iter()
+            .copied()
+            .filter(|&j| {
+                let t = &spec.tensors[j];
+                t.component == component && t.linear.is_some()
+            })
+            .collect()
     }
 
     fn lin(&self, t: &TensorSpec) -> Lin {
@@ -599,21 +670,18 @@ impl<'a> Walk<'a> {
         let Some(a) = self.spec.layers.get(i).and_then(|l| l.attention) else {
             return (sim.share(n), 0, 0);
         };
-        let tensors = self.layer_tensors(i);
-        let lins: Vec<&TensorSpec> = tensors
-            .iter()
-            .copied()
-            .filter(|t| t.component == Component::Attention && t.linear.is_some())
-            .collect();
-        let Some((o_t, inputs)) = lins.split_last() else {
+        let spec = self.spec;
+        let lins = self.layer_linears(i, Component::Attention);
+        let Some((&o_j, inputs)) = lins.as_slice().split_last() else {
             return (sim.share(n), 0, 0);
         };
+        let o_t = &spec.tensors[o_j];
         let q_dim = a.num_heads * a.head_dim;
         let kv_dim = a.num_kv_heads * a.head_dim;
-        let mut outs: Vec<(u64, V)> = Vec::new();
+        let mut outs: Few<(u64, V), 8> = Few::new();
         let mut max_w = 0u64;
-        for lt in inputs {
-            let l = self.lin(lt);
+        for &j in inputs {
+            let l = self.lin(&spec.tensors[j]);
             max_w = max_w.max(l.in_f * l.out_f);
             let (src, own) = if l.in_f == h {
                 (n, false)
@@ -630,6 +698,7 @@ impl<'a> Walk<'a> {
             }
             outs.push((l.out_f, y));
         }
+        let outs = outs.as_slice();
         let pick = |dim: u64, skip: Option<usize>| -> Option<usize> {
             outs.iter()
                 .enumerate()
@@ -646,7 +715,7 @@ impl<'a> Walk<'a> {
             return (sim.share(n), 0, 0);
         };
         let (q0, k0, v0) = (sim.share(q0), sim.share(k0), sim.share(v0));
-        for (_, y) in &outs {
+        for (_, y) in outs {
             sim.drop(*y);
         }
         let q_elems = t * q_dim;
@@ -684,28 +753,26 @@ impl<'a> Walk<'a> {
     /// MLP half. Returns (output, backward transient, largest weight elements).
     fn mlp_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, u64, u64) {
         let t = self.t;
-        let tensors = self.layer_tensors(i);
+        let spec = self.spec;
         let ffn = self.spec.layers.get(i).and_then(|l| l.ffn);
         let mut max_w = 0u64;
         let mut out_acc: Option<V> = None;
         let mut trans = 0u64;
         // dense (or shared-expert) gated/plain MLP from the inventory
         for comp in [Component::Mlp, Component::SharedExperts] {
-            let lins: Vec<&TensorSpec> = tensors
-                .iter()
-                .copied()
-                .filter(|t| t.component == comp && t.linear.is_some())
-                .collect();
-            let Some((down_t, ins)) = lins.split_last() else {
+            let lins = self.layer_linears(i, comp);
+            let Some((&down_j, ins)) = lins.as_slice().split_last() else {
                 continue;
             };
-            let down = self.lin(down_t);
+            let down = self.lin(&spec.tensors[down_j]);
             let inner = down.in_f;
-            let gated =
-                ins.len() >= 2 || ins.first().is_some_and(|l| self.lin(l).out_f == 2 * inner);
-            let mut ys = Vec::new();
-            for lt in ins {
-                let l = self.lin(lt);
+            let gated = ins.len() >= 2
+                || ins
+                    .first()
+                    .is_some_and(|&j| self.lin(&spec.tensors[j]).out_f == 2 * inner);
+            let mut ys: Few<V, 8> = Few::new();
+            for &j in ins {
+                let l = self.lin(&spec.tensors[j]);
                 max_w = max_w.max(l.in_f * l.out_f);
                 ys.push(self.linear(sim, n, l, t));
             }
@@ -723,7 +790,9 @@ impl<'a> Walk<'a> {
                 sim.drop(u);
                 p
             } else {
-                let Some(&u) = ys.first() else { continue };
+                let Some(&u) = ys.as_slice().first() else {
+                    continue;
+                };
                 let a = self.activation(sim, u);
                 sim.drop(u);
                 a
@@ -805,8 +874,13 @@ impl<'a> Walk<'a> {
                 sim.drop(x);
             }
             if self.autocast {
-                let expert_elems: u64 = tensors
+                let expert_elems: u64 = self
+                    .derived
+                    .layer_tensors
+                    .get(i)
+                    .map_or(&[][..], |ix| ix.as_slice())
                     .iter()
+                    .map(|&j| &spec.tensors[j])
                     .filter(|t| t.component == Component::Experts)
                     .map(|t| t.numel())
                     .sum();
@@ -1128,7 +1202,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     } else {
         None
     };
-    let mut layers = Vec::with_capacity(w.spec.layers.len());
+    let mut layers = LayerRuns::default();
     let mut kept = 0u64;
     // Each distinct layer is walked once per input state: a layer of the same kind (same layer
     // spec, tensors and LoRA adapters) entered with an input in the same state does exactly the
@@ -1187,7 +1261,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         } else {
             kept += sim.saved_bytes() - before;
         }
-        layers.push(act);
+        layers.push(&act);
         x = y;
         // A layer whose output leaves the simulation as its input found it: the following layers
         // of its kind replay it identically, taken together in constant time.
@@ -1212,7 +1286,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
                 w.cache_free_bytes = w
                     .cache_free_bytes
                     .saturating_add(d.cache_free_bytes.saturating_mul(times));
-                layers.extend(std::iter::repeat_n(d.act.clone(), same));
+                layers.push_n(&d.act, times);
                 i += same;
             }
         }
@@ -1292,8 +1366,9 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         head_copies
     } else {
         layers
+            .runs()
             .iter()
-            .map(|l| l.autocast_saved_bytes)
+            .map(|(l, n)| l.autocast_saved_bytes.saturating_mul(*n))
             .fold(head_copies, u64::saturating_add)
     };
     ActivationProfile {

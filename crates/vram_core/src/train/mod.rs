@@ -8,6 +8,7 @@
 
 pub mod activations;
 pub mod allocator;
+mod few;
 pub mod lora;
 mod parallel;
 pub mod persistent;

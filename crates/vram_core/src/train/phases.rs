@@ -102,11 +102,8 @@ pub fn backward_peak_parts(
     // Identical consecutive layers, taken together: across such a run the saved bytes still held
     // fall and the gradients done grow by the same amounts per layer, so the peak of the run is at
     // its first or its last layer (both computed with the per-layer saturating arithmetic).
-    let mut rest = prof.layers.as_slice();
-    while let Some((l, _)) = rest.split_last() {
-        let run = rest.iter().rev().take_while(|x| *x == l).count();
-        rest = &rest[..rest.len() - run];
-        let run = run as u64;
+    for (l, run) in prof.layers.runs().iter().rev() {
+        let run = *run;
         let (kept, kept_copies) = if prof.checkpointing {
             (l.input_bytes, 0)
         } else {
@@ -421,7 +418,7 @@ mod tests {
                     })
                     .sum();
                 let prof = ActivationProfile {
-                    layers: layers.clone(),
+                    layers: layers.iter().cloned().collect(),
                     forward_end_bytes: kept + 10_000,
                     head_saved_bytes: 3_000,
                     log_softmax_bytes: 4_000,

@@ -7,7 +7,7 @@
 //! fp32-stream-is-saved-by-the-norm aliasing of mixed precision is captured.
 
 /// Handle to a simulated tensor, with its `requires_grad`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct V {
     pub(crate) id: usize,
     /// Whether autograd tracks it (decides what downstream ops save).
