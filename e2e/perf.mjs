@@ -53,6 +53,9 @@ for (let i = 0; i < 200; i++) {
     document.querySelector('[data-testid="train-device"]').dataset.bytes,
   ], [s0, t0, r0]);
   if (bytes1 === bytes0) throw new Error(`change ${i}: the headline did not change`);
+  // vram:shown is measured after the last change the input makes to the verdict and the table
+  const [atShown, final] = await page.evaluate(() => [window.__vramShown, `${document.querySelector('[data-testid="verdict"]').textContent}|${document.querySelector('[data-testid$="-breakdown"]').textContent}`]);
+  if (atShown !== final) throw new Error(`change ${i}: the verdict or table changed after vram:shown`);
   // The charts are redrawn after the frame that shows the verdict, list and table (before vram:settled).
   if (!(redraws.length >= 1)) throw new Error(`change ${i}: phase chart not redrawn (${redraws})`);
   phases.push(redraws[0]);

@@ -2,7 +2,7 @@
 //! applied; each chart redrawn adds a `vram:redraw` measure from it (charts are redrawn in a task after
 //! the first frame); `vram:shown` measures from it to the end of the work the input causes before the
 //! browser can paint (the reactive effects: the verdict, its bars and the breakdown table), including
-//! style and layout; `vram:settled` measures to the end of the follow-up task (solvers, make-it-fit,
+//! style and layout, measured in the same microtask checkpoint so no frame is rendered in between; `vram:settled` measures to the end of the follow-up task (solvers, make-it-fit,
 //! the precision strip and the sweeps) and its layout.
 //! docs/performance.md reads these measures (p50/p95 over 200 changes).
 
@@ -14,7 +14,86 @@ fn performance() -> Option<web_sys::Performance> {
 pub fn mark_input() {
     if let Some(p) = performance() {
         let _ = p.mark("vram:input");
-        measure_after_effects("vram:shown");
+        measure_when_effects_ran("vram:shown");
+    }
+}
+
+/// Executor ticks `vram:shown` waits. Leptos runs effects as tasks of wasm-bindgen's microtask
+/// queue; a task woken while a tick runs waits for the next tick, so an effect that sets a signal
+/// runs its dependants one tick later. e2e/perf.mjs checks on every input that the verdict and the
+/// breakdown table at the measure are the ones shown once everything settled.
+const EFFECT_TICKS: u32 = 8;
+
+/// Measures `name` from the latest `vram:input` once the effects queued now (and those they wake,
+/// up to [`EFFECT_TICKS`] deep) have run, after forcing style and layout (`offsetHeight`), still
+/// inside the same microtask checkpoint: the browser cannot render a frame in between, so the
+/// measure is the page's work for the input and never a frame's paint. (Measuring from a timer
+/// task instead, as before 2026-12-03, counted a frame's paint whenever the browser rendered
+/// before running the timer: in most inputs, a Chrome trace showed.)
+fn measure_when_effects_ran(name: &'static str) {
+    leptos::task::spawn_local(async move {
+        for _ in 0..EFFECT_TICKS {
+            YieldOnce(false).await;
+        }
+        measure_now(name);
+        snapshot_shown();
+    });
+}
+
+/// Keeps what the verdict and the breakdown table showed at the `vram:shown` measure in
+/// `window.__vramShown`, so e2e/perf.mjs can check, once everything settled, that the measure was
+/// taken after the last visible change of the input and not before.
+fn snapshot_shown() {
+    let Some(w) = web_sys::window() else { return };
+    let Some(d) = w.document() else { return };
+    let text = |sel: &str| {
+        d.query_selector(sel)
+            .ok()
+            .flatten()
+            .and_then(|e| e.text_content())
+            .unwrap_or_default()
+    };
+    let shown = format!(
+        "{}|{}",
+        text("[data-testid=\"verdict\"]"),
+        text("[data-testid$=\"-breakdown\"]")
+    );
+    let _ = js_sys::Reflect::set(&w, &"__vramShown".into(), &shown.into());
+}
+
+/// A future that is pending once and wakes itself: the task runs again on the executor's next tick.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            std::task::Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Forces style and layout, then measures `name` from the latest `vram:input`.
+fn measure_now(name: &'static str) {
+    let Some(p) = performance() else { return };
+    if let Some(body) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.body())
+    {
+        let _ = body.offset_height();
+    }
+    if p.get_entries_by_name_with_entry_type("vram:input", "mark")
+        .length()
+        > 0
+    {
+        let _ = p.measure_with_start_mark(name, "vram:input");
     }
 }
 
@@ -22,24 +101,7 @@ pub fn mark_input() {
 /// microtasks, so the task runs after every effect the current work triggered. Forces style and
 /// layout first (reading `offsetHeight`), so the measure includes them; painting is not included.
 pub fn measure_after_effects(name: &'static str) {
-    leptos::leptos_dom::helpers::set_timeout(
-        move || {
-            let Some(p) = performance() else { return };
-            if let Some(body) = web_sys::window()
-                .and_then(|w| w.document())
-                .and_then(|d| d.body())
-            {
-                let _ = body.offset_height();
-            }
-            if p.get_entries_by_name_with_entry_type("vram:input", "mark")
-                .length()
-                > 0
-            {
-                let _ = p.measure_with_start_mark(name, "vram:input");
-            }
-        },
-        std::time::Duration::ZERO,
-    );
+    leptos::leptos_dom::helpers::set_timeout(move || measure_now(name), std::time::Duration::ZERO);
 }
 
 /// Marks the end of one chart's redraw and measures from the latest input (each chart adds one
