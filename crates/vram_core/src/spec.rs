@@ -228,6 +228,15 @@ fn one() -> u32 {
     1
 }
 
+/// Whether layer `l` is one of the `repeat` layers from `first` on, `stride` apart (a run of
+/// identical layers; `None`: outside the layers).
+pub fn in_run(first: Option<u32>, repeat: u32, stride: u32, l: u32) -> bool {
+    first.is_some_and(|first| {
+        let stride = stride.max(1);
+        l >= first && (l - first).is_multiple_of(stride) && (l - first) / stride < repeat.max(1)
+    })
+}
+
 fn is_one(v: &u32) -> bool {
     *v == 1
 }
@@ -263,12 +272,7 @@ impl TensorSpec {
 
     /// Whether this entry has an instance in layer `l`.
     pub fn in_layer(&self, l: u32) -> bool {
-        self.layer.is_some_and(|first| {
-            let stride = self.stride.max(1);
-            l >= first
-                && (l - first).is_multiple_of(stride)
-                && (l - first) / stride < self.repeat.max(1)
-        })
+        in_run(self.layer, self.repeat, self.stride, l)
     }
 
     /// The layers this entry has an instance in (none outside the layers).

@@ -54,12 +54,7 @@ pub struct AdaptedLinear {
 impl AdaptedLinear {
     /// Whether layer `l` holds one of these adapted modules.
     pub fn in_layer(&self, l: u32) -> bool {
-        self.layer.is_some_and(|first| {
-            let stride = self.stride.max(1);
-            l >= first
-                && (l - first).is_multiple_of(stride)
-                && (l - first) / stride < self.repeat.max(1)
-        })
+        crate::spec::in_run(self.layer, self.repeat, self.stride, l)
     }
 
     /// `r · (in + out)`: `lora_A` is `[r, in]`, `lora_B` is `[out, r]`, neither has a bias.
