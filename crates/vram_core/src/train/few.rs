@@ -1,6 +1,7 @@
 //! A short list kept on the stack: the activation walk lists a layer's projections and their
-//! outputs (3 to 6 each) for every layer kind and every sweep point; a heap `Vec` per list was a
-//! tenth of a point's time in wasm (issue "A fast core"). Longer lists move to the heap.
+//! outputs (3 to 6 each) for every layer kind and every sweep point; without the heap `Vec`s a wasm
+//! sweep point is ≈ 8 % faster (docs/performance.md, issue "A fast core"). Longer lists move to the
+//! heap.
 
 /// Up to `N` items inline, more on the heap.
 #[derive(Clone, Debug)]
