@@ -17,6 +17,8 @@ const VIEWS = {
   local: { preset: 'meta-llama__Llama-3.1-8B', task: 'serve', gpu: 'rtx4090', engine: 'llama.cpp', set: { llama_ctx: 8192 } },
   // Issue 10: a Megatron layout (one bar per pipeline stage) and the Plan card's answer.
   parallel: { preset: 'meta-llama__Llama-2-7b-hf', task: 'train', framework: 'megatron', set: { tp: 2, pp: 4, gpus: 16, seq_len: 4096, global_batch: 64 }, checks: ['sequence_parallel', 'distributed_optimizer'], plan: true },
+  // transformers' device_map="auto" over 2 GPUs: one bar per GPU with its layers.
+  devicemap: { preset: 'Qwen__Qwen3-32B', task: 'serve', engine: 'transformers', gpu: 'a100-40', set: { gpus: 2 } },
 };
 const only = process.env.VRAM_SHOT_VIEWS ? process.env.VRAM_SHOT_VIEWS.split(',') : Object.keys(VIEWS);
 for (const [width, height] of [[1440, 900], [390, 844]]) {

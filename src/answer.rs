@@ -87,6 +87,64 @@ pub struct RankBar {
     pub device_bytes: u64,
     /// The same keys as the answer's segments.
     pub segments: Vec<Segment>,
+    /// transformers' `device_map="auto"`: this bar is GPU `n`, holding decoder layers
+    /// `layers.0..layers.0 + layers.1` (a training rank kind: `None`).
+    pub device: Option<(u64, (u64, u64))>,
+}
+
+/// One GPU's stacked bar: its tensors' parts, what its peak holds beyond them (`transient`), and what
+/// the device shows beyond the peak (`overhead`: CUDA context, workspace, allocator cache, NCCL),
+/// largest first, so the parts add up to the device bytes.
+fn bar_segments(parts: &[(&'static str, u64)], peak_bytes: u64, device_bytes: u64) -> Vec<Segment> {
+    let tensors: u64 = parts.iter().map(|p| p.1).sum();
+    let mut segments: Vec<Segment> = parts
+        .iter()
+        .copied()
+        .chain([
+            ("transient", peak_bytes.saturating_sub(tensors)),
+            (
+                "overhead",
+                device_bytes.saturating_sub(peak_bytes.max(tensors)),
+            ),
+        ])
+        .filter(|p| p.1 > 0)
+        .map(|(key, bytes)| Segment {
+            key: key.into(),
+            bytes,
+        })
+        .collect();
+    segments.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+    segments
+}
+
+/// One GPU of transformers' `device_map="auto"` as a verdict bar: its weights, its layers' KV
+/// cache, its activations (the logits on the head's GPU), and the CUDA context and workspace.
+fn device_bar(d: &vram_core::infer::device_map::DeviceShare) -> RankBar {
+    // the peak is weights + KV + the GPU's transient activations
+    let activations = d
+        .peak_allocated_bytes
+        .saturating_sub(d.weights_bytes.saturating_add(d.kv_cache_bytes))
+        .max(d.activations_bytes);
+    let parts = [
+        ("weights", d.weights_bytes),
+        ("kv_cache", d.kv_cache_bytes),
+        ("activations", activations),
+    ];
+    let segments = bar_segments(&parts, d.peak_allocated_bytes, d.device_bytes);
+    let role = match (d.embedding, d.head) {
+        (true, true) => "embedding+head",
+        (true, false) => "embedding",
+        (false, true) => "head",
+        (false, false) => "layers",
+    };
+    RankBar {
+        stages: (d.device, d.device),
+        role: role.into(),
+        count: 1,
+        device_bytes: d.device_bytes,
+        segments,
+        device: Some((d.device, (d.first_layer, d.layers))),
+    }
 }
 
 fn rank_bar(r: &vram_core::train::ranks::RankEstimate) -> RankBar {
@@ -97,30 +155,14 @@ fn rank_bar(r: &vram_core::train::ranks::RankEstimate) -> RankBar {
         ("activations", r.activations_bytes),
         ("communication", r.communication_bytes),
     ];
-    let tensors: u64 = parts.iter().map(|p| p.1).sum();
-    let mut segments: Vec<Segment> = parts
-        .into_iter()
-        .chain([
-            ("transient", r.peak_allocated_bytes.saturating_sub(tensors)),
-            (
-                "overhead",
-                r.device_bytes
-                    .saturating_sub(r.peak_allocated_bytes.max(tensors)),
-            ),
-        ])
-        .filter(|p| p.1 > 0)
-        .map(|(key, bytes)| Segment {
-            key: key.into(),
-            bytes,
-        })
-        .collect();
-    segments.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+    let segments = bar_segments(&parts, r.peak_allocated_bytes, r.device_bytes);
     RankBar {
         stages: (r.stage, r.last_stage),
         role: r.role.clone(),
         count: r.count,
         device_bytes: r.device_bytes,
         segments,
+        device: None,
     }
 }
 
@@ -177,6 +219,11 @@ pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
             bytes: r.device_bytes - tensors,
         });
     }
+    // A device map's verdict is its largest GPU: the legend shows what fills that one (the
+    // breakdown rows are the whole model's).
+    if let Some(d) = r.devices.iter().max_by_key(|d| d.device_bytes) {
+        segments = device_bar(d).segments;
+    }
     let serve = (r.budgeted == Budgeted::Infer).then(|| match (&r.serving, vllm) {
         (Some(s), true) => Some(ServeAnswer {
             sequences: s.concurrency_at_context.max(0.0).floor() as u64,
@@ -223,6 +270,8 @@ pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
         largest: None,
         ranks: if r.ranks.len() > 1 {
             r.ranks.iter().map(rank_bar).collect()
+        } else if r.devices.len() > 1 {
+            r.devices.iter().map(device_bar).collect()
         } else {
             Vec::new()
         },

@@ -139,6 +139,9 @@ pub struct ModeResult {
     /// Every kind of rank of a parallel training layout (empty for plain data parallel, where all
     /// GPUs hold the same).
     pub ranks: Vec<vram_core::train::ranks::RankEstimate>,
+    /// transformers inference on several GPUs (`device_map="auto"`): what each GPU holds (empty
+    /// on one GPU and for the other engines).
+    pub devices: Vec<infer::device_map::DeviceShare>,
 }
 
 /// Results of the page.
@@ -234,6 +237,7 @@ pub fn train_base(spec: &ModelSpec, s: &Scenario, usable_bytes: u64) -> Result<M
         host_bytes: e.cpu_offload_bytes,
         notes: Vec::new(),
         serving: None,
+        devices: Vec::new(),
         ranks: if s.layout.is_model_parallel() {
             e.ranks.clone()
         } else {
@@ -300,6 +304,7 @@ pub fn infer_base(spec: &ModelSpec, s: &Scenario) -> Result<ModeResult, String> 
         notes: e.notes.clone(),
         serving: (s.engine == Engine::Vllm).then(|| e.serving.clone()),
         ranks: Vec::new(),
+        devices: e.devices.clone(),
     })
 }
 

@@ -68,6 +68,12 @@ pub enum Change {
         /// GPU count.
         gpus: u64,
     },
+    /// transformers with `device_map="auto"` over this many of the chosen GPU (the layers spread
+    /// over them, one GPU computing at a time).
+    DeviceMap {
+        /// GPU count.
+        gpus: u64,
+    },
     /// The smallest single NVIDIA GPU of the catalog that fits.
     SingleGpu {
         /// Catalog id.
@@ -426,7 +432,20 @@ fn advise_serve(spec: &ModelSpec, page: &PageScenario) -> Advice {
                 }),
         );
     }
-    if page.infer.serving.tensor_parallel_size <= 1 {
+    if !vllm {
+        let now_gpus = page.infer.gpus.max(1);
+        out.extend(
+            [2u64, 4, 8]
+                .into_iter()
+                .filter(|&g| g > now_gpus)
+                .find_map(|gpus| {
+                    let mut p = page.clone();
+                    p.infer.gpus = gpus;
+                    try_page(Change::DeviceMap { gpus }, p)
+                }),
+        );
+    }
+    if page.gpus() <= 1 {
         out.extend(smallest_single_gpu(page, usable, try_page));
     }
     let no_fit = out
@@ -483,6 +502,8 @@ pub fn precision_strip(spec: &ModelSpec, page: &PageScenario) -> Vec<PrecisionRo
             let e = infer::estimate_inference(spec, &p.infer_scenario(), &overheads()).ok()?;
             let current =
                 p.infer.weights == page.infer.weights && p.infer.kv_dtype == page.infer.kv_dtype;
+            // transformers over several GPUs: the largest GPU's share, as the total is
+            let largest = e.devices.iter().max_by_key(|d| d.device_bytes);
             Some(PrecisionRow {
                 // The first row is the checkpoint's own format, as the core names it.
                 label: if label.is_empty() {
@@ -490,11 +511,11 @@ pub fn precision_strip(spec: &ModelSpec, page: &PageScenario) -> Vec<PrecisionRo
                 } else {
                     label.to_string()
                 },
-                weights_bytes: e.weights_bytes,
+                weights_bytes: largest.map_or(e.weights_bytes, |d| d.weights_bytes),
                 kv_bytes: if vllm {
                     e.serving.kv_pool_bytes
                 } else {
-                    e.kv_cache_bytes
+                    largest.map_or(e.kv_cache_bytes, |d| d.kv_cache_bytes)
                 },
                 total_bytes: e.device_bytes,
                 kv_tokens: vllm.then_some(e.serving.kv_tokens),

@@ -42,9 +42,9 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
         "gpus" => (
             (
                 "GPU count",
-                "Training: every GPU of the run (data parallel × the layout's TP × PP × CP); vLLM: its tensor-parallel size.",
+                "Training: every GPU of the run (data parallel × the layout's TP × PP × CP); vLLM: its tensor-parallel size; transformers: the GPUs device_map=\"auto\" spreads the layers over.",
             ),
-            ("GPU 数量", "训练时为全部 GPU 数（数据并行 × 布局中的 TP × PP × CP）；vLLM 时为张量并行数。"),
+            ("GPU 数量", "训练时为全部 GPU 数（数据并行 × 布局中的 TP × PP × CP）；vLLM 时为张量并行数；transformers 时为 device_map=\"auto\" 分配各层的 GPU 数。"),
         ),
         "zero" => (
             (
@@ -570,6 +570,10 @@ pub fn change(lang: Lang, c: &Change) -> String {
         Change::TensorParallel { gpus } => pick(
             format!("Tensor parallel over {gpus} × this GPU"),
             format!("张量并行，{gpus} 张这种 GPU"),
+        ),
+        Change::DeviceMap { gpus } => pick(
+            format!("Spread the layers over {gpus} × this GPU (device_map=\"auto\")"),
+            format!("把各层分到 {gpus} 张这种 GPU 上（device_map=\"auto\"）"),
         ),
         Change::SingleGpu { id } => {
             let name = vram_core::gpu_catalog::find(id).map_or(*id, |g| g.name);

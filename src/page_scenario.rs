@@ -246,6 +246,8 @@ impl PageScenario {
     /// size for vLLM.
     pub fn gpus(&self) -> u64 {
         match self.task {
+            // transformers spreads the layers over the GPUs (`device_map="auto"`)
+            Task::Serve if self.infer.engine == Engine::Transformers => self.infer.gpus.max(1),
             Task::Serve => self
                 .infer
                 .serving
@@ -258,6 +260,7 @@ impl PageScenario {
     /// Sets [`PageScenario::gpus`].
     pub fn set_gpus(&mut self, n: u64) {
         match self.task {
+            Task::Serve if self.infer.engine == Engine::Transformers => self.infer.gpus = n,
             Task::Serve => self.infer.serving.tensor_parallel_size = n,
             _ => self.training_mut().gpus = n,
         }

@@ -807,9 +807,10 @@ pub fn ScenarioForm() -> impl IntoView {
                         },
                     )}
                     {custom_gib}
-                    // llama.cpp has its own GPU count (the tensor split); transformers runs on one.
+                    // llama.cpp has its own GPU count (the tensor split); transformers spreads the
+                    // layers over its GPUs (`device_map="auto"`), vLLM shards them (TP).
                     {move || {
-                        let show = state.page.with(|p| p.task.trains() || p.infer.engine == Engine::Vllm);
+                        let show = state.page.with(|p| p.task.trains() || p.infer.engine != Engine::LlamaCpp);
                         show.then(|| number_field(state, "gpus", |p| p.gpus(), |p, v| p.set_gpus(v)))
                     }}
                 </div>

@@ -110,6 +110,28 @@ fn segment_label(lang: Lang, key: &str) -> String {
     }
 }
 
+/// The decoder layers one GPU of a device map holds, and the embedding / head when it has them.
+fn layer_range(lang: Lang, first: u64, n: u64, role: &str) -> String {
+    let layers = match (n, lang) {
+        (0, Lang::En) => "no layers".to_string(),
+        (0, Lang::Zh) => "无层".to_string(),
+        (1, Lang::En) => format!("layer {first}"),
+        (_, Lang::En) => format!("layers {first}–{}", first + n - 1),
+        (1, Lang::Zh) => format!("第 {first} 层"),
+        (_, Lang::Zh) => format!("第 {first}–{} 层", first + n - 1),
+    };
+    let extra = match (role, lang) {
+        ("embedding+head", Lang::En) => " + embedding, head",
+        ("embedding+head", Lang::Zh) => " + 嵌入、输出头",
+        ("embedding", Lang::En) => " + embedding",
+        ("embedding", Lang::Zh) => " + 嵌入",
+        ("head", Lang::En) => " + head",
+        ("head", Lang::Zh) => " + 输出头",
+        _ => "",
+    };
+    format!("{layers}{extra}")
+}
+
 /// The verdict line (the `verdict` element, pinned at the bottom on phones), the serving
 /// concurrency, which total it is, the GPU bars and the host-RAM bar.
 #[component]
@@ -247,14 +269,26 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
                 .iter()
                 .map(|r| {
                     let segs = seg_views(&r.segments);
-                    let stages = if r.stages.0 == r.stages.1 {
-                        format!("{} {}", t.stage, r.stages.0)
-                    } else {
-                        format!("{} {}–{}", t.stages, r.stages.0, r.stages.1)
+                    let stages = match r.device {
+                        // transformers' device_map: the GPU and the decoder layers it holds
+                        Some((gpu, _)) => format!("GPU {gpu}"),
+                        None if r.stages.0 == r.stages.1 => format!("{} {}", t.stage, r.stages.0),
+                        None => format!("{} {}–{}", t.stages, r.stages.0, r.stages.1),
                     };
+                    let (label, title) = match r.device {
+                        Some((_, (first, n))) => {
+                            let layers = layer_range(lang, first, n, r.role.as_str());
+                            (format!("{stages} · {layers}"), layers)
+                        }
+                        None => (
+                            format!("{stages} ×{}", r.count),
+                            format!("{} × {}", r.count, t.ranks),
+                        ),
+                    };
+                    let class = if r.device.is_some() { "gpu-bar-row device" } else { "gpu-bar-row" };
                     view! {
-                        <div class="gpu-bar-row" data-testid="verdict-rank" data-bytes=r.device_bytes.to_string()>
-                            <span class="gpu-bar-label" title=format!("{} × {}", r.count, t.ranks)>{format!("{stages} ×{}", r.count)}</span>
+                        <div class=class data-testid="verdict-rank" data-bytes=r.device_bytes.to_string()>
+                            <span class="gpu-bar-label" title=title>{label}</span>
                             <div class="gpu-bar" role="img" aria-label=format!("{stages}: {}", b(r.device_bytes))>
                                 {segs}
                                 <span class="limit" style=format!("left:{limit:.3}%")></span>

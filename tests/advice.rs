@@ -201,3 +201,55 @@ fn zero_offload_reports_the_host_ram_per_process() {
         a.total_bytes
     );
 }
+
+#[test]
+fn transformers_on_two_gpus_gets_one_bar_per_gpu_of_the_device_map_and_the_largest_is_the_verdict()
+{
+    let s = spec("Qwen__Qwen3-32B");
+    let mut page = PageScenario {
+        task: Task::Serve,
+        infer: vram_core::Scenario::inference(),
+        gpu: GpuChoice::Catalog("a100-40"),
+        ..PageScenario::default()
+    };
+    // one A100 40GB cannot hold 65 GB of bf16 weights: spreading them over 2 is offered and fits
+    let a = advise(&s, &page);
+    let two = a
+        .suggestions
+        .iter()
+        .find(|x| x.change == Change::DeviceMap { gpus: 2 })
+        .expect("2 GPUs offered");
+    assert_eq!(two.page.infer.gpus, 2);
+    assert!(within_headroom(two.total_bytes, two.usable_bytes));
+    page.set_gpus(2);
+    assert_eq!(page.gpus(), 2);
+    assert_eq!(
+        page.infer.gpus, 2,
+        "transformers' GPU count is the device map's"
+    );
+    let core = infer::estimate_inference(&s, &page.infer_scenario(), &o()).unwrap();
+    assert_eq!(core.devices.len(), 2);
+    let m = page_results(&s, &page).infer.unwrap().unwrap();
+    let ans = answer(&page, &m);
+    assert_eq!(ans.total_bytes, core.device_bytes);
+    assert_eq!(two.total_bytes, core.device_bytes);
+    let bars: Vec<u64> = ans.ranks.iter().map(|r| r.device_bytes).collect();
+    let devices: Vec<u64> = core.devices.iter().map(|d| d.device_bytes).collect();
+    assert_eq!(bars, devices);
+    assert_eq!(ans.total_bytes, *devices.iter().max().unwrap());
+    for (bar, d) in ans.ranks.iter().zip(&core.devices) {
+        // each bar's parts add up to its GPU's total, and it says which layers it holds
+        assert_eq!(
+            bar.segments.iter().map(|x| x.bytes).sum::<u64>(),
+            d.device_bytes
+        );
+        assert_eq!(bar.device, Some((d.device, (d.first_layer, d.layers))));
+    }
+    assert_eq!(ans.ranks[0].role, "embedding");
+    assert_eq!(ans.ranks[1].role, "head");
+    // the legend is the largest GPU's
+    assert_eq!(
+        ans.segments.iter().map(|x| x.bytes).sum::<u64>(),
+        ans.total_bytes
+    );
+}

@@ -183,3 +183,29 @@ test('launch lines and a short share link that opens on the verdict', async ({ p
   await page.selectOption('[data-testid="f-method"]', 'qlora');
   await waitFor(page, () => [...document.querySelectorAll('[data-testid="launch-line"]')].some((e) => e.textContent.includes('bnb_4bit_quant_type="nf4"')), null, 'the QLoRA snippet');
 });
+
+test('serve: Qwen3-32B with transformers on 2 × A100 40GB spreads the layers as device_map="auto" does; one bar per GPU with the bytes of vram estimate', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'Qwen__Qwen3-32B');
+  await page.selectOption('[data-testid="f-engine"]', 'transformers');
+  await page.selectOption('[data-testid="f-gpu"]', 'a100-40');
+  // one card does not fit; "spread the layers over 2 × this GPU" is offered and fits
+  const one = cliEstimate('Qwen__Qwen3-32B', ['--infer']);
+  await waitVerdictTotal(page, one.infer.device_bytes);
+  const list = await checkSuggestions(page, one.infer.device_bytes);
+  // accelerate balances the layers by each GPU's memory: the A100 40GB's 39.59 GiB (the catalog's)
+  const two = cliEstimate('Qwen__Qwen3-32B', ['--infer', '--gpus', '2', '--gpu-mem-gib', '39.59']);
+  assertEq(two.infer.devices.length, 2, 'the CLI maps the model onto 2 GPUs');
+  const largest = Math.max(...two.infer.devices.map((d) => d.device_bytes));
+  assert(list.some((s) => s.total === largest), `a suggestion equals vram estimate --gpus 2 (${largest} B): ${JSON.stringify(list)}`);
+  // typing the GPU count as a person does
+  await typeField(page, 'gpus', 2);
+  await waitVerdictTotal(page, largest);
+  await waitFor(page, () => document.querySelectorAll('[data-testid="verdict-rank"]').length === 2, null, 'two GPU bars');
+  const bars = await page.evaluate(() => [...document.querySelectorAll('[data-testid="verdict-rank"]')].map((r) => [r.dataset.bytes, r.querySelector('.gpu-bar-label').textContent]));
+  assertEq(JSON.stringify(bars.map((b) => b[0])), JSON.stringify(two.infer.devices.map((d) => String(d.device_bytes))), 'GPU bars = vram estimate devices');
+  const last = two.infer.devices[1];
+  assertEq(bars[0][1], `GPU 0 · layers 0–${two.infer.devices[0].layers - 1} + embedding`, 'GPU 0 label');
+  assertEq(bars[1][1], `GPU 1 · layers ${last.first_layer}–${last.first_layer + last.layers - 1} + head`, 'GPU 1 label');
+  assert((await page.textContent('[data-testid="launch-line"]')).includes('device_map="auto"'), 'the launch line loads with device_map="auto"');
+});
