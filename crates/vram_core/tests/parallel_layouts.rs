@@ -353,3 +353,61 @@ fn megatron_bridge_qwen3_30b_ep16_is_within_five_percent() {
     let gib = e.peak_allocated_bytes as f64 / (1u64 << 30) as f64;
     assert!((gib / 62.166 - 1.0).abs() < 0.05, "{gib:.2} GiB vs 62.166");
 }
+
+#[test]
+fn planner_tries_context_parallel_for_long_sequences_only_and_its_plans_are_the_estimates_of_their_layouts(
+) {
+    let spec = spec("meta-llama__Llama-3.1-8B");
+    let gpu = *vram_core::gpu_catalog::find("h100-80").unwrap();
+    let request = |seq_len: u64| vram_core::plan::PlanRequest {
+        task: vram_core::plan::PlanTask::Train,
+        base: Scenario {
+            dtype: Dtype::Bf16,
+            mixed_precision: MixedPrecision::Bf16,
+            batch: 1,
+            seq_len,
+            ..Scenario::default()
+        },
+        gpu,
+        gpus: 8,
+        gpus_per_node: 8,
+        global_batch: 64,
+        framework: Some(Framework::Megatron),
+    };
+    // 2k tokens: no CP layout is tried
+    let short = vram_core::plan::plan(&spec, &request(2048), "meta-llama/Llama-3.1-8B");
+    assert!(short.plans.iter().all(|p| p.layout.cp == 1));
+    // 32k tokens: CP 2 (and more) layouts are tried; those that fit are the core's estimates
+    let long = vram_core::plan::plan(&spec, &request(32768), "meta-llama/Llama-3.1-8B");
+    assert!(long.considered > short.considered);
+    let cp: Vec<_> = long.plans.iter().filter(|p| p.layout.cp > 1).collect();
+    assert!(!cp.is_empty(), "a CP layout fits 8 H100s at 32k tokens");
+    for p in &cp {
+        assert!(
+            32768 % (2 * p.layout.cp * p.layout.tp) == 0,
+            "{}",
+            p.summary
+        );
+        let s = Scenario {
+            gpus: p.gpus,
+            batch: p.micro_batch,
+            layout: p.layout.clone(),
+            ..request(32768).base
+        };
+        let e =
+            vram_core::train::estimate_training(&spec, &s, &DeviceOverheads::default()).unwrap();
+        assert_eq!(
+            e.max_rank_device_bytes, p.max_rank_device_bytes,
+            "{}",
+            p.summary
+        );
+        assert!(p.max_rank_device_bytes * 100 <= gpu.usable_bytes * 95);
+        assert!(
+            p.launch[0]
+                .text
+                .contains(&format!("--context-parallel-size {}", p.layout.cp)),
+            "{}",
+            p.launch[0].text
+        );
+    }
+}

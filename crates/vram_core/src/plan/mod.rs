@@ -37,6 +37,30 @@ pub enum PlanTask {
 /// Required headroom on every rank: 5 % of usable memory.
 pub const HEADROOM_PERCENT: u64 = 5;
 
+/// Sequences from which context parallelism is tried (Megatron-core, torchtitan): below it the
+/// activations CP splits are small next to the weights, and NVIDIA's recipes turn CP on for long
+/// context (8k and above).
+pub const CONTEXT_PARALLEL_FROM_TOKENS: u64 = 8192;
+
+/// Largest context-parallel size tried.
+const MAX_CP: u64 = 8;
+
+/// The context-parallel sizes tried for `ranks` GPUs left after TP and PP: 1, and for a dense
+/// model with a sequence of at least [`CONTEXT_PARALLEL_FROM_TOKENS`] every divisor up to
+/// [`MAX_CP`] that splits the sequence into `2 · cp · tp` equal chunks (Megatron's load-balanced
+/// CP gives each rank two chunks, and sequence parallelism splits each by TP).
+fn context_parallel_sizes(ranks: u64, seq_len: u64, tp: u64, moe: bool) -> Vec<u64> {
+    if moe || seq_len < CONTEXT_PARALLEL_FROM_TOKENS {
+        return vec![1];
+    }
+    divisors(ranks)
+        .into_iter()
+        .filter(|&cp| {
+            cp <= MAX_CP && seq_len.is_multiple_of(cp.saturating_mul(2).saturating_mul(tp).max(1))
+        })
+        .collect()
+}
+
 /// A planning request.
 #[derive(Clone, Debug)]
 pub struct PlanRequest {
@@ -297,11 +321,20 @@ fn training_candidates(spec: &ModelSpec, req: &PlanRequest) -> Vec<Scenario> {
                                 if h % tp != 0 || (!mla && kv % tp != 0) || tp > 8.max(per_node) {
                                     continue;
                                 }
-                                for pp in divisors(n / tp) {
+                                for (pp, cp) in divisors(n / tp).into_iter().flat_map(|pp| {
+                                    context_parallel_sizes(
+                                        n / tp / pp,
+                                        req.base.seq_len,
+                                        tp,
+                                        experts > 1,
+                                    )
+                                    .into_iter()
+                                    .map(move |cp| (pp, cp))
+                                }) {
                                     if pp > layers {
                                         continue;
                                     }
-                                    let dp = n / tp / pp;
+                                    let dp = n / tp / pp / cp;
                                     let eps: Vec<u64> = if experts > 1 {
                                         divisors(experts)
                                             .into_iter()
@@ -314,13 +347,14 @@ fn training_candidates(spec: &ModelSpec, req: &PlanRequest) -> Vec<Scenario> {
                                         let mut s = base.clone();
                                         s.layout.tp = tp;
                                         s.layout.pp = pp;
+                                        s.layout.cp = cp;
                                         s.layout.ep = ep;
                                         s.layout.etp = if ep > 1 { 1 } else { 0 };
                                         s.layout.sequence_parallel = tp > 1;
                                         if framework == Framework::Megatron {
-                                            s.layout.distributed_optimizer = dp > 1;
+                                            s.layout.distributed_optimizer = dp * cp > 1;
                                         } else {
-                                            s.layout.fsdp2 = dp > 1;
+                                            s.layout.fsdp2 = dp * cp > 1;
                                         }
                                         out.push(s);
                                     }
