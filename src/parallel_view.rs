@@ -137,6 +137,13 @@ fn layout_line(
                 l.cp,
                 l.dp(gpus)
             ));
+            if l.vpp > 1 {
+                parts.push(if zh {
+                    format!("每卡 {} 个虚拟流水线阶段", l.vpp)
+                } else {
+                    format!("{} virtual stages per rank", l.vpp)
+                });
+            }
             if l.ep > 1 {
                 parts.push(format!("EP {}", l.ep));
             }

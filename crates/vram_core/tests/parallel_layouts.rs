@@ -411,3 +411,61 @@ fn planner_tries_context_parallel_for_long_sequences_only_and_its_plans_are_the_
         );
     }
 }
+
+#[test]
+fn planner_tries_interleaved_pipelines_and_ranks_their_smaller_bubble_first() {
+    let spec = spec("meta-llama__Llama-2-70b-hf");
+    let gpu = *vram_core::gpu_catalog::find("h100-80").unwrap();
+    let req = vram_core::plan::PlanRequest {
+        task: vram_core::plan::PlanTask::Train,
+        base: Scenario {
+            batch: 2,
+            ..Scenario::default()
+        },
+        gpu,
+        gpus: 16,
+        gpus_per_node: 8,
+        global_batch: 0,
+        framework: Some(Framework::Megatron),
+    };
+    let r = vram_core::plan::plan(&spec, &req, "meta-llama/Llama-2-70b-hf");
+    let vpp: Vec<_> = r.plans.iter().filter(|p| p.layout.vpp > 1).collect();
+    assert!(!vpp.is_empty(), "an interleaved layout fits 16 H100s");
+    for p in &vpp {
+        let m = p.layout.micro_batches(p.gpus, p.micro_batch, 1);
+        assert!(m % p.layout.pp == 0, "{}", p.summary);
+        let s = Scenario {
+            gpus: p.gpus,
+            batch: p.micro_batch,
+            layout: p.layout.clone(),
+            ..req.base.clone()
+        };
+        let e = estimate_training(&spec, &s, &DeviceOverheads::default()).unwrap();
+        assert_eq!(
+            e.max_rank_device_bytes, p.max_rank_device_bytes,
+            "{}",
+            p.summary
+        );
+        assert!(p.launch[0]
+            .text
+            .contains("--num-virtual-stages-per-pipeline-rank 2"));
+        // the same layout without interleaving has the larger bubble and ranks after it
+        let plain = r.plans.iter().position(|q| {
+            q.layout.vpp == 1
+                && q.layout.tp == p.layout.tp
+                && q.layout.pp == p.layout.pp
+                && q.micro_batch == p.micro_batch
+                && q.layout.recompute == p.layout.recompute
+        });
+        let at = r.plans.iter().position(|q| std::ptr::eq(q, *p));
+        if let (Some(plain), Some(at)) = (plain, at) {
+            assert!(r.plans[plain].cost.bubble > p.cost.bubble);
+            assert!(
+                at < plain,
+                "{} before {}",
+                p.summary,
+                r.plans[plain].summary
+            );
+        }
+    }
+}

@@ -5,8 +5,8 @@
 //! Cost, compared in order (smaller first):
 //! 1. GPUs used — a layout on fewer GPUs leaves the rest for another job;
 //! 2. whether tensor parallelism crosses nodes (TP inside one NVLink domain);
-//! 3. the pipeline bubble `(pp − 1) / (m + pp − 1)` of 1F1B with `m` micro-batches per step
-//!    (Narayanan et al. 2021, §2.2);
+//! 3. the pipeline bubble `(pp − 1) / (vpp · m + pp − 1)` of (interleaved) 1F1B with `m`
+//!    micro-batches per step and `vpp` virtual stages per rank (Narayanan et al. 2021, §2.2);
 //! 4. the micro-batch, larger first (better GPU utilisation);
 //! 5. recomputation (none before full: recomputing costs a third more compute);
 //! 6. fewer model-parallel ranks (less communication).
@@ -219,6 +219,9 @@ fn summary(s: &Scenario) -> String {
                 l.cp,
                 l.dp(s.gpus)
             ));
+            if l.vpp > 1 {
+                parts.push(format!("{} virtual stages per rank", l.vpp));
+            }
             if l.ep > 1 {
                 parts.push(format!("ep {}", l.ep));
             }
@@ -356,6 +359,26 @@ fn training_candidates(spec: &ModelSpec, req: &PlanRequest) -> Vec<Scenario> {
                                         } else {
                                             s.layout.fsdp2 = dp * cp > 1;
                                         }
+                                        // Megatron's interleaved 1F1B: 2 virtual stages per rank
+                                        // when every stage's layers split in two and the
+                                        // micro-batches are a multiple of pp (its schedule's rule)
+                                        if framework == Framework::Megatron && pp > 1 {
+                                            let mut v = s.clone();
+                                            v.layout.vpp = 2;
+                                            let m = v.layout.micro_batches(
+                                                v.gpus,
+                                                v.batch,
+                                                v.grad_accumulation,
+                                            );
+                                            let even = v
+                                                .layout
+                                                .stage_layers(layers)
+                                                .iter()
+                                                .all(|n| n.is_multiple_of(2));
+                                            if even && m.is_multiple_of(pp) {
+                                                out.push(v);
+                                            }
+                                        }
                                         out.push(s);
                                     }
                                 }
@@ -408,8 +431,9 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
         let device = e.ranks.iter().map(|r| r.device_bytes).max().unwrap_or(0);
         let l = &s.layout;
         let m = l.micro_batches(s.gpus, s.batch, s.grad_accumulation);
+        // interleaving divides the bubble by the virtual stages (Narayanan et al. 2021, §2.2)
         let bubble = if l.pp > 1 {
-            (l.pp - 1) as f64 / (m + l.pp - 1) as f64
+            (l.pp - 1) as f64 / (l.vpp.max(1) * m + l.pp - 1) as f64
         } else {
             0.0
         };
