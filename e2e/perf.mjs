@@ -35,6 +35,7 @@ console.log(`\ntime to interactive (ms, 5 cold loads): ${tti.map((x) => x.toFixe
 
 // The Train task (three charts: phases, batch and sequence sweeps), solvers done.
 const { page } = await openPerfScenario(browser, url);
+await page.evaluate(() => { window.__vramCheckShown = true; });
 const charts = await page.evaluate(() => document.querySelectorAll('canvas').length);
 const shown = [];
 const settled = [];

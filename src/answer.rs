@@ -182,9 +182,9 @@ impl Answer {
     }
 }
 
-/// The answer of a page's task from its core result.
-pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
-    let vllm = r.budgeted == Budgeted::Infer && page.infer.engine == Engine::Vllm;
+/// What fills one GPU at the peak phase, from the breakdown rows, largest first, and what the
+/// device shows beyond the tensors; sums to the compared total.
+fn peak_segments(r: &ModeResult) -> Vec<Segment> {
     let b = &r.breakdown;
     let peak_index = b
         .phases
@@ -219,11 +219,18 @@ pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
             bytes: r.device_bytes - tensors,
         });
     }
+    segments
+}
+
+/// The answer of a page's task from its core result.
+pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
+    let vllm = r.budgeted == Budgeted::Infer && page.infer.engine == Engine::Vllm;
     // A device map's verdict is its largest GPU: the legend shows what fills that one (the
     // breakdown rows are the whole model's).
-    if let Some(d) = r.devices.iter().max_by_key(|d| d.device_bytes) {
-        segments = device_bar(d).segments;
-    }
+    let segments = match r.devices.iter().max_by_key(|d| d.device_bytes) {
+        Some(d) => device_bar(d).segments,
+        None => peak_segments(r),
+    };
     let serve = (r.budgeted == Budgeted::Infer).then(|| match (&r.serving, vllm) {
         (Some(s), true) => Some(ServeAnswer {
             sequences: s.concurrency_at_context.max(0.0).floor() as u64,

@@ -419,32 +419,29 @@ fn advise_serve(spec: &ModelSpec, page: &PageScenario) -> Advice {
             out.extend(try_page(Change::ShorterSeq { seq_len: ctx }, p));
         }
     }
-    if vllm {
-        let tp = page.infer.serving.tensor_parallel_size.max(1);
-        out.extend(
-            [2u64, 4, 8]
-                .into_iter()
-                .filter(|&g| g > tp)
-                .find_map(|gpus| {
-                    let mut p = page.clone();
+    // The fewest of this GPU (up to 8) that fit: vLLM shards the model over them (TP),
+    // transformers spreads its layers over them (device_map="auto").
+    let now_gpus = if vllm {
+        page.infer.serving.tensor_parallel_size.max(1)
+    } else {
+        page.infer.gpus.max(1)
+    };
+    out.extend(
+        [2u64, 4, 8]
+            .into_iter()
+            .filter(|&g| g > now_gpus)
+            .find_map(|gpus| {
+                let mut p = page.clone();
+                let change = if vllm {
                     p.infer.serving.tensor_parallel_size = gpus;
-                    try_page(Change::TensorParallel { gpus }, p)
-                }),
-        );
-    }
-    if !vllm {
-        let now_gpus = page.infer.gpus.max(1);
-        out.extend(
-            [2u64, 4, 8]
-                .into_iter()
-                .filter(|&g| g > now_gpus)
-                .find_map(|gpus| {
-                    let mut p = page.clone();
+                    Change::TensorParallel { gpus }
+                } else {
                     p.infer.gpus = gpus;
-                    try_page(Change::DeviceMap { gpus }, p)
-                }),
-        );
-    }
+                    Change::DeviceMap { gpus }
+                };
+                try_page(change, p)
+            }),
+    );
     if page.gpus() <= 1 {
         out.extend(smallest_single_gpu(page, usable, try_page));
     }

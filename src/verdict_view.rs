@@ -269,21 +269,22 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
                 .iter()
                 .map(|r| {
                     let segs = seg_views(&r.segments);
-                    let stages = match r.device {
+                    // (what the bar is, its label, its tooltip)
+                    let (stages, label, title) = match r.device {
                         // transformers' device_map: the GPU and the decoder layers it holds
-                        Some((gpu, _)) => format!("GPU {gpu}"),
-                        None if r.stages.0 == r.stages.1 => format!("{} {}", t.stage, r.stages.0),
-                        None => format!("{} {}–{}", t.stages, r.stages.0, r.stages.1),
-                    };
-                    let (label, title) = match r.device {
-                        Some((_, (first, n))) => {
+                        Some((gpu, (first, n))) => {
                             let layers = layer_range(lang, first, n, r.role.as_str());
-                            (format!("{stages} · {layers}"), layers)
+                            (format!("GPU {gpu}"), format!("GPU {gpu} · {layers}"), layers)
                         }
-                        None => (
-                            format!("{stages} ×{}", r.count),
-                            format!("{} × {}", r.count, t.ranks),
-                        ),
+                        None => {
+                            let stages = if r.stages.0 == r.stages.1 {
+                                format!("{} {}", t.stage, r.stages.0)
+                            } else {
+                                format!("{} {}–{}", t.stages, r.stages.0, r.stages.1)
+                            };
+                            let label = format!("{stages} ×{}", r.count);
+                            (stages, label, format!("{} × {}", r.count, t.ranks))
+                        }
                     };
                     let class = if r.device.is_some() { "gpu-bar-row device" } else { "gpu-bar-row" };
                     view! {

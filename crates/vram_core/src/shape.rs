@@ -54,12 +54,6 @@ impl std::fmt::Debug for Shape {
     }
 }
 
-impl From<&[u64]> for Shape {
-    fn from(dims: &[u64]) -> Self {
-        Shape::new(dims)
-    }
-}
-
 impl From<Vec<u64>> for Shape {
     fn from(dims: Vec<u64>) -> Self {
         Shape::new(&dims)
@@ -69,18 +63,6 @@ impl From<Vec<u64>> for Shape {
 impl<const N: usize> From<[u64; N]> for Shape {
     fn from(dims: [u64; N]) -> Self {
         Shape::new(&dims)
-    }
-}
-
-impl PartialEq<Vec<u64>> for Shape {
-    fn eq(&self, other: &Vec<u64>) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl PartialEq<[u64]> for Shape {
-    fn eq(&self, other: &[u64]) -> bool {
-        self.as_slice() == other
     }
 }
 

@@ -17,11 +17,7 @@ pub(crate) struct Builder {
 /// `prefix.leaf`, allocated once at its final size (`format!` grows its buffer and pads each
 /// argument; the resolvers name hundreds of tensors per config).
 pub(crate) fn join(prefix: &str, leaf: &str) -> String {
-    let mut s = String::with_capacity(prefix.len() + 1 + leaf.len());
-    s.push_str(prefix);
-    s.push('.');
-    s.push_str(leaf);
-    s
+    name_of(prefix, leaf)
 }
 
 /// A tensor's or module's path, whole or as `(prefix, leaf)` joined by a dot: callers extend a
@@ -169,6 +165,12 @@ impl Builder {
     pub fn set_run(&mut self, run: Progression) {
         self.repeat = u32::try_from(run.count).unwrap_or(u32::MAX);
         self.stride = u32::try_from(run.stride).unwrap_or(u32::MAX);
+    }
+
+    /// The tensors pushed from now on stand for one layer (or none).
+    pub fn end_run(&mut self) {
+        self.repeat = 1;
+        self.stride = 1;
     }
 
     fn push(

@@ -202,11 +202,7 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
             },
         );
     }
-    b.set_run(Progression {
-        first: 0,
-        stride: 1,
-        count: 1,
-    });
+    b.end_run();
     let layers = layers.into_layers(kinds.len());
     b.norm(
         "model.final_layernorm",
@@ -394,11 +390,7 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         };
         layers.add(run, layer);
     }
-    b.set_run(Progression {
-        first: 0,
-        stride: 1,
-        count: 1,
-    });
+    b.end_run();
     let layers = layers.into_layers(kinds.len());
     b.norm("model.norm_f", None, Component::FinalNorm, hidden, false);
     if !tie {

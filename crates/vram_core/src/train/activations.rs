@@ -255,14 +255,20 @@ fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
 }
 
 impl<'a> Walk<'a> {
-    /// The linear weights of `component` among layer `i`'s block tensors (attention, MLP,
-    /// experts, router, norms, biases), as indices into the inventory, in inventory order.
-    fn layer_linears(&self, i: usize, component: Component) -> Few<usize, 8> {
-        let spec = self.spec;
+    /// Layer `i`'s block tensors (attention, MLP, experts, router, norms, biases) as indices into
+    /// the inventory.
+    fn layer_tensor_ids(&self, i: usize) -> &'a [usize] {
         self.derived
             .layer_tensors
             .get(i)
             .map_or(&[][..], |ix| ix.as_slice())
+    }
+
+    /// The linear weights of `component` among layer `i`'s block tensors (attention, MLP,
+    /// experts, router, norms, biases), as indices into the inventory, in inventory order.
+    fn layer_linears(&self, i: usize, component: Component) -> Few<usize, 8> {
+        let spec = self.spec;
+        self.layer_tensor_ids(i)
             .iter()
             .copied()
             .filter(|&j| {
@@ -875,10 +881,7 @@ impl<'a> Walk<'a> {
             }
             if self.autocast {
                 let expert_elems: u64 = self
-                    .derived
-                    .layer_tensors
-                    .get(i)
-                    .map_or(&[][..], |ix| ix.as_slice())
+                    .layer_tensor_ids(i)
                     .iter()
                     .map(|&j| &spec.tensors[j])
                     .filter(|t| t.component == Component::Experts)
