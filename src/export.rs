@@ -135,8 +135,20 @@ fn context_items(model_name: &str, page: &PageScenario) -> Vec<(&'static str, Co
                     let v = &s.serving;
                     out.push(("gpus", Text(page.gpus().to_string())));
                     out.push((
+                        "vllm_version",
+                        Text(if v.vllm_version.is_empty() {
+                            vram_core::infer::vllm_version::CURRENT.to_string()
+                        } else {
+                            v.vllm_version.clone()
+                        }),
+                    ));
+                    out.push((
                         "gpu_memory_utilization",
-                        Text(v.gpu_memory_utilization.to_string()),
+                        Text(if v.gpu_memory_utilization > 0.0 {
+                            v.gpu_memory_utilization.to_string()
+                        } else {
+                            "release default".to_string()
+                        }),
                     ));
                     out.push((
                         "max_model_len_tokens",

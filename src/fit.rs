@@ -139,10 +139,15 @@ fn serve_fits(page: &PageScenario, t: &InferTotals) -> (bool, Option<u64>) {
     match page.infer.engine {
         Engine::Vllm => {
             let seqs = t.concurrency_at_context.max(0.0).floor() as u64;
-            let ok = t.shortfall_bytes == 0
-                && t.serving_fits
-                && seqs >= page.infer.batch.max(1)
-                && within_headroom(t.device_bytes, usable);
+            // vLLM 0.34 fills the GPU by design, keeping its own margin; earlier releases take
+            // the share the user set, with CUDA graphs on top until 0.21
+            let room = if t.serving_self_sized {
+                t.device_bytes <= usable
+            } else {
+                within_headroom(t.device_bytes, usable)
+            };
+            let ok =
+                t.shortfall_bytes == 0 && t.serving_fits && seqs >= page.infer.batch.max(1) && room;
             (ok, Some(seqs))
         }
         _ => (within_headroom(t.device_bytes, usable), None),

@@ -204,11 +204,11 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
         "gpu_util" => (
             (
                 "vLLM GPU memory utilization",
-                "--gpu-memory-utilization: share of GPU memory vLLM may use.",
+                "--gpu-memory-utilization: share of GPU memory vLLM may use (release default: 0.9 up to 0.20, 0.92 in 0.21–0.33, unset = 1.0 with 0.34's extensible KV cache, which keeps its own margin).",
             ),
             (
                 "vLLM 显存利用率",
-                "--gpu-memory-utilization：vLLM 可使用的显存比例。",
+                "--gpu-memory-utilization：vLLM 可使用的显存比例（版本默认：0.20 及以前为 0.9，0.21–0.33 为 0.92，0.34 的可扩展 KV 缓存不设置即为 1.0，自留余量）。",
             ),
         ),
         "max_model_len" => (
@@ -222,8 +222,44 @@ pub fn field(lang: Lang, key: &str) -> (&'static str, &'static str) {
             ),
         ),
         "max_num_seqs" => (
-            ("vLLM max sequences", "--max-num-seqs."),
-            ("vLLM 最大序列数", "--max-num-seqs。"),
+            (
+                "vLLM max sequences",
+                "--max-num-seqs (0: the release's default for the GPU and start-up: 1024 on an H100 with vllm serve, 256 on an A100 or a GPU under 70 GiB).",
+            ),
+            (
+                "vLLM 最大序列数",
+                "--max-num-seqs（0：该版本按 GPU 和启动方式的默认值：H100 上 vllm serve 为 1024，A100 或小于 70 GiB 的 GPU 为 256）。",
+            ),
+        ),
+        "vllm_version" => (
+            (
+                "vLLM version",
+                "The release whose start-up is modelled: its defaults, the profiling run's sampler, non-torch memory and whether CUDA graphs count against the budget differ by release.",
+            ),
+            (
+                "vLLM 版本",
+                "按哪个版本的启动过程计算：默认参数、profile 时的采样器、非 torch 显存以及 CUDA graph 是否计入预算都随版本不同。",
+            ),
+        ),
+        "vllm_usage" => (
+            (
+                "vLLM started as",
+                "vllm serve (the API server) or the offline LLM() class: the default batch limits differ.",
+            ),
+            (
+                "vLLM 启动方式",
+                "vllm serve（API 服务）或离线 LLM() 类：默认的批处理上限不同。",
+            ),
+        ),
+        "cuda_graphs" => (
+            (
+                "CUDA graphs",
+                "--enforce-eager turns CUDA graphs off: from 0.21 their memory counts against the KV budget; before, it comes on top of gpu_memory_utilization.",
+            ),
+            (
+                "CUDA graphs",
+                "--enforce-eager 关闭 CUDA graph：从 0.21 起其显存计入 KV 预算；之前则额外占用 gpu_memory_utilization 之外的显存。",
+            ),
         ),
         "llama_ollama" => (
             (
@@ -863,6 +899,9 @@ mod field_label_tests {
         "engine",
         "gpu",
         "gpu_util",
+        "cuda_graphs",
+        "vllm_usage",
+        "vllm_version",
         "gpus",
         "grad_accumulation",
         "grad_checkpointing",

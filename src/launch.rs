@@ -124,10 +124,12 @@ fn vllm_block(model_id: &str, s: &Scenario) -> LaunchBlock {
     if v.max_model_len > 0 {
         flags.push(format!("--max-model-len {}", v.max_model_len));
     }
-    flags.push(format!(
-        "--gpu-memory-utilization {}",
-        v.gpu_memory_utilization
-    ));
+    if v.gpu_memory_utilization > 0.0 {
+        flags.push(format!(
+            "--gpu-memory-utilization {}",
+            v.gpu_memory_utilization
+        ));
+    }
     let format = weight_format(s);
     let dtype = match &format {
         Some(WeightFormat::Float { dtype }) => *dtype,
@@ -165,6 +167,9 @@ fn vllm_block(model_id: &str, s: &Scenario) -> LaunchBlock {
     }
     if v.block_size > 0 {
         flags.push(format!("--block-size {}", v.block_size));
+    }
+    if v.enforce_eager {
+        flags.push("--enforce-eager".into());
     }
     let mut text = format!("vllm serve {}", sh_word(model_id));
     for f in flags {

@@ -177,6 +177,12 @@ impl PageScenario {
         if usable > 0 {
             s.serving.gpu_memory_bytes = usable;
         }
+        if s.serving.gpu_name.is_empty() {
+            // vLLM picks its defaults (and the interconnect is judged) by the GPU's name
+            if let Some(g) = self.gpu.catalog() {
+                s.serving.gpu_name = g.name.to_string();
+            }
+        }
         if s.engine == Engine::LlamaCpp {
             s.llama_cpp.gpu_memory_bytes = self.local_gpu_bytes();
         }

@@ -8,9 +8,10 @@ use crate::page_scenario::{GpuChoice, PageScenario, Task};
 use crate::state::{use_state, AppState};
 use leptos::prelude::*;
 use vram_core::gpu_catalog::GPUS;
+use vram_core::infer::vllm_version;
 use vram_core::scenario::{
     AttentionImpl, BaseQuant, Dtype, Engine, FlashAttn, Framework, Layout, Lora, LoraTargets,
-    MixedPrecision, Optimizer, Recompute, ZeroStage,
+    MixedPrecision, Optimizer, Recompute, VllmUsage, ZeroStage,
 };
 use vram_core::units::GIB;
 use wasm_bindgen::JsCast;
@@ -629,10 +630,72 @@ fn serve_fields(state: AppState) -> impl IntoView {
                 {move || vllm().then(|| view! {
                     {select_field(
                         state,
+                        "vllm_version",
+                        |lang| {
+                            let current = match lang {
+                                Lang::En => format!("{} (current)", vllm_version::CURRENT),
+                                Lang::Zh => format!("{}（当前）", vllm_version::CURRENT),
+                            };
+                            let mut o = vec![(String::new(), current)];
+                            o.extend(opts(&[
+                                ("0.25", "0.21 – 0.33"),
+                                ("0.19", "0.17 – 0.20"),
+                                ("0.13", "0.12 – 0.16"),
+                                ("0.11", "0.11"),
+                                ("0.10", "0.10"),
+                                ("0.9", "0.9"),
+                                ("0.8", "0.8"),
+                                ("0.7", "0.7 (V0)"),
+                                ("0.6", "0.6 (V0)"),
+                            ]));
+                            o
+                        },
+                        |p| p.infer.serving.vllm_version.clone(),
+                        |p, v| p.infer.serving.vllm_version = v.to_string(),
+                    )}
+                    {select_field(
+                        state,
+                        "vllm_usage",
+                        |lang| match lang {
+                            Lang::En => opts(&[("serve", "vllm serve"), ("offline", "LLM() offline")]),
+                            Lang::Zh => opts(&[("serve", "vllm serve"), ("offline", "LLM() 离线")]),
+                        },
+                        |p| match p.infer.serving.usage {
+                            VllmUsage::Serve => "serve".into(),
+                            VllmUsage::Offline => "offline".into(),
+                        },
+                        |p, v| {
+                            p.infer.serving.usage = if v == "offline" {
+                                VllmUsage::Offline
+                            } else {
+                                VllmUsage::Serve
+                            }
+                        },
+                    )}
+                    {select_field(
+                        state,
                         "gpu_util",
-                        |_| opts(&[("0.8", "0.80"), ("0.85", "0.85"), ("0.9", "0.90"), ("0.95", "0.95")]),
+                        |lang| {
+                            let d = match lang {
+                                Lang::En => "release default",
+                                Lang::Zh => "版本默认",
+                            };
+                            let mut o = vec![("0".to_string(), d.to_string())];
+                            o.extend(opts(&[("0.8", "0.80"), ("0.85", "0.85"), ("0.9", "0.90"), ("0.92", "0.92"), ("0.95", "0.95"), ("1", "1.00")]));
+                            o
+                        },
                         |p| p.infer.serving.gpu_memory_utilization.to_string(),
-                        |p, v| p.infer.serving.gpu_memory_utilization = v.parse().unwrap_or(0.9),
+                        |p, v| p.infer.serving.gpu_memory_utilization = v.parse().unwrap_or(0.0),
+                    )}
+                    {select_field(
+                        state,
+                        "cuda_graphs",
+                        |lang| match lang {
+                            Lang::En => opts(&[("graphs", "CUDA graphs"), ("eager", "--enforce-eager")]),
+                            Lang::Zh => opts(&[("graphs", "CUDA graphs"), ("eager", "--enforce-eager")]),
+                        },
+                        |p| if p.infer.serving.enforce_eager { "eager".into() } else { "graphs".into() },
+                        |p, v| p.infer.serving.enforce_eager = v == "eager",
                     )}
                     {number_field(state, "max_model_len", |p| p.infer.serving.max_model_len, |p, v| p.infer.serving.max_model_len = v)}
                     {number_field(state, "max_num_seqs", |p| p.infer.serving.max_num_seqs, |p, v| p.infer.serving.max_num_seqs = v)}

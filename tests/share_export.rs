@@ -305,7 +305,10 @@ fn bad_values_fall_back_to_defaults() {
         p.infer.serving.tensor_parallel_size, 2,
         "the good leaf stays"
     );
-    assert_eq!(p.infer.serving.gpu_memory_utilization, 0.9);
+    assert_eq!(
+        p.infer.serving.gpu_memory_utilization, 0.0,
+        "the release's default"
+    );
     assert_eq!(p.infer.engine, Engine::Vllm);
     assert!(!p.train.offload_params, "offload_params needs ZeRO 3");
     assert_eq!(p.finetune, d.finetune);
@@ -551,7 +554,11 @@ fn serve_context_names_engine_settings() {
     assert_eq!(get("weights"), Some("fp8"));
     assert_eq!(get("kv_cache_dtype"), Some("fp8"));
     assert_eq!(get("gpus"), Some("2"));
-    assert_eq!(get("gpu_memory_utilization"), Some("0.9"));
+    assert_eq!(get("gpu_memory_utilization"), Some("release default"));
+    assert_eq!(
+        get("vllm_version"),
+        Some(vram_core::infer::vllm_version::CURRENT)
+    );
     assert_eq!(get("lora_r"), None);
 }
 
@@ -595,7 +602,6 @@ fn vllm_tp2_fp8_kv_command() {
         "vllm serve meta-llama/Llama-3.1-8B \\
   --tensor-parallel-size 2 \\
   --max-model-len 32768 \\
-  --gpu-memory-utilization 0.9 \\
   --kv-cache-dtype fp8
 "
     );

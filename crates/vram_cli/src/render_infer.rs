@@ -139,19 +139,48 @@ fn vllm(e: &InferEstimate) -> String {
     let mut out = String::new();
     let v = &e.serving;
     out.push_str(&format!(
-        "\nvLLM start-up (GPU {} × {}, TP {}, max_model_len {}):\n",
+        "\nvLLM {} start-up ({}, GPU {} × {}, TP {}, max_model_len {}, {} sequences × {} batched tokens):\n",
+        v.inputs.vllm_version,
+        match v.inputs.usage {
+            vram_core::scenario::VllmUsage::Serve => "vllm serve",
+            vram_core::scenario::VllmUsage::Offline => "LLM() offline",
+        },
         format_gib(v.inputs.gpu_memory_bytes),
         v.inputs.gpu_memory_utilization,
         v.inputs.tensor_parallel_size,
-        group_thousands(v.max_model_len)
+        group_thousands(v.max_model_len),
+        group_thousands(v.inputs.max_num_seqs),
+        group_thousands(v.inputs.max_num_batched_tokens)
     ));
     out.push_str(&format!(
-        "  model weights {} ; non_torch {} ; activation peak {} ; KV cache {}\n",
+        "  model weights {} ; non_torch {} ; activation peak {} (sampler {}) ; KV cache {}\n",
         format_gib(v.weights_per_gpu_bytes),
         format_gib(v.non_torch_bytes),
         format_gib(v.activation_peak_bytes),
+        format_gib(v.sampler_bytes),
         format_gib(v.kv_pool_bytes)
     ));
+    if v.cuda_graph_bytes > 0 {
+        let counted = v
+            .terms
+            .iter()
+            .any(|t| t.key == "serving.cuda_graphs" && t.formula.contains("subtracted"))
+            || v.requested_bytes
+                .saturating_sub(v.weights_per_gpu_bytes)
+                .saturating_sub(v.activation_peak_bytes)
+                .saturating_sub(v.non_torch_bytes)
+                .saturating_sub(v.kv_pool_bytes)
+                >= v.cuda_graph_bytes;
+        out.push_str(&format!(
+            "  CUDA graphs {} ({})\n",
+            format_gib(v.cuda_graph_bytes),
+            if counted {
+                "inside the budget"
+            } else {
+                "captured after the KV cache: on the GPU beyond gpu_memory_utilization"
+            }
+        ));
+    }
     out.push_str(&format!(
         "  GPU KV cache size: {} tokens ; max concurrency {:.2}x at {} tokens ; {:.2}x at this context{}\n",
         group_thousands(v.kv_tokens),

@@ -1,6 +1,7 @@
 //! vLLM serving flags of `vram estimate --infer` (the `serving` part of the scenario).
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use vram_core::scenario::{Interconnect, VllmUsage};
 use vram_core::Scenario;
 
 /// Serving flags (docs/cli.md).
@@ -24,9 +25,48 @@ pub struct ServingArgs {
     /// vLLM --max-num-batched-tokens (chunked-prefill budget).
     #[arg(long)]
     pub max_num_batched_tokens: Option<u64>,
+    /// vLLM --block-size (default: 16, 64 for MLA models, or what the version picks).
+    #[arg(long)]
+    pub block_size: Option<u64>,
+    /// The vLLM release to model ("0.6.3", "0.8.5", "0.11"; default: the current release):
+    /// defaults, profiling run and memory accounting differ by version.
+    #[arg(long)]
+    pub vllm_version: Option<String>,
+    /// How vLLM is started: `serve` (vllm serve, the API server) or `offline` (LLM(...)).
+    #[arg(long, value_enum)]
+    pub usage: Option<UsageArg>,
+    /// The link between the TP GPUs: nvlink (custom all-reduce on) or pcie (off); default:
+    /// judged from --gpu.
+    #[arg(long, value_enum)]
+    pub interconnect: Option<InterconnectArg>,
+    /// vLLM --enforce-eager: no CUDA graphs.
+    #[arg(long)]
+    pub enforce_eager: bool,
+    /// The serving GPU: a catalog id (`vram gpus`) or its name as CUDA reports it; a catalog id
+    /// also sets --gpu-mem-gib.
+    #[arg(long)]
+    pub gpu: Option<String>,
     /// Also solve: the longest context at --batch and the most sequences at --seq.
     #[arg(long)]
     pub solve: bool,
+}
+
+/// `--usage`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum UsageArg {
+    /// `vllm serve` (the OpenAI-compatible API server).
+    Serve,
+    /// The offline `LLM(...)` class.
+    Offline,
+}
+
+/// `--interconnect`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum InterconnectArg {
+    /// NVLink / NVSwitch.
+    Nvlink,
+    /// PCIe only.
+    Pcie,
 }
 
 impl ServingArgs {
@@ -52,6 +92,41 @@ impl ServingArgs {
         }
         if let Some(m) = self.max_num_batched_tokens {
             s.serving.max_num_batched_tokens = m;
+        }
+        if let Some(b) = self.block_size {
+            s.serving.block_size = b;
+        }
+        if let Some(v) = &self.vllm_version {
+            vram_core::infer::vllm_version::VllmVersion::parse(v)
+                .map_err(|e| anyhow::anyhow!("--vllm-version: {e}"))?;
+            s.serving.vllm_version = v.clone();
+        }
+        if let Some(u) = self.usage {
+            s.serving.usage = match u {
+                UsageArg::Serve => VllmUsage::Serve,
+                UsageArg::Offline => VllmUsage::Offline,
+            };
+        }
+        if let Some(i) = self.interconnect {
+            s.serving.interconnect = match i {
+                InterconnectArg::Nvlink => Interconnect::Nvlink,
+                InterconnectArg::Pcie => Interconnect::Pcie,
+            };
+        }
+        s.serving.enforce_eager |= self.enforce_eager;
+        if let Some(g) = &self.gpu {
+            match vram_core::gpu_catalog::find(g) {
+                Some(gpu) => {
+                    if self.gpu_mem_gib.is_none() {
+                        s.serving.gpu_memory_bytes = gpu.usable_bytes;
+                    }
+                    s.serving.gpu_name = gpu.name.to_string();
+                }
+                None if g.trim().is_empty() => {
+                    anyhow::bail!("--gpu: expected a catalog id (see `vram gpus`) or a GPU name, found an empty string")
+                }
+                None => s.serving.gpu_name = g.clone(),
+            }
         }
         Ok(())
     }

@@ -295,7 +295,8 @@ pub struct ServingInputs {
     /// Physical memory of one GPU as CUDA reports it (`torch.cuda.mem_get_info()[1]`): an "80 GB"
     /// H100 reports 79.19 GiB (docs/formulas/inference.md, measured.md J7).
     pub gpu_memory_bytes: u64,
-    /// `--gpu-memory-utilization` (0 < u ≤ 1).
+    /// `--gpu-memory-utilization` (0 < u ≤ 1; 0: the version's default, 0.9 up to 0.20, 0.92 in
+    /// 0.21–0.33, 1.0 with 0.34's extensible KV cache).
     pub gpu_memory_utilization: f64,
     /// `--tensor-parallel-size`.
     pub tensor_parallel_size: u64,
@@ -304,29 +305,76 @@ pub struct ServingInputs {
     pub pipeline_parallel_size: u64,
     /// `--max-model-len` (0: the config's `max_position_embeddings`).
     pub max_model_len: u64,
-    /// `--max-num-seqs` (vLLM's default for `vllm serve` on ≥ 70 GiB GPUs: 1024).
+    /// `--max-num-seqs` (0: the version's default for the usage and GPU, e.g. 1024 for `vllm
+    /// serve` on an H100; `infer::vllm_version`).
     pub max_num_seqs: u64,
-    /// `--max-num-batched-tokens` (chunked-prefill budget; default 8192 for `vllm serve` on H100).
+    /// `--max-num-batched-tokens` (0: the version's default, e.g. 8192 for `vllm serve` on an H100).
     pub max_num_batched_tokens: u64,
     /// `--block-size` (0: 16, or 64 for MLA models).
     pub block_size: u64,
-    /// Override of the non-torch memory per GPU (`None`: the measured vLLM v0.19 constants).
+    /// Override of the non-torch memory per GPU (`None`: the version's measured figure for the TP
+    /// size and interconnect).
     pub non_torch_bytes: Option<u64>,
+    /// vLLM release whose start-up profile is modelled (`"0.8.5"`, `"0.11"`; empty: the current
+    /// release, [`crate::infer::vllm_version::CURRENT`]).
+    pub vllm_version: String,
+    /// How vLLM is started: `vllm serve` (the OpenAI server) or the offline `LLM()` class; the
+    /// default limits differ.
+    pub usage: VllmUsage,
+    /// How the GPUs of a TP group talk: NVLink (custom all-reduce and NCCL buffers) or PCIe
+    /// (custom all-reduce off); `auto` guesses from `gpu_name`.
+    pub interconnect: Interconnect,
+    /// `--enforce-eager`: no CUDA graphs.
+    pub enforce_eager: bool,
+    /// The GPU's name as CUDA reports it or a catalog id (`"NVIDIA A100-SXM4-80GB"`, `"a100-80"`;
+    /// empty: unknown). vLLM picks smaller default limits on A100s and GPUs under 70 GiB.
+    pub gpu_name: String,
+}
+
+/// How vLLM is started (`UsageContext`): its default `max_num_seqs` / `max_num_batched_tokens`
+/// depend on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VllmUsage {
+    /// `vllm serve` / the OpenAI-compatible API server (`UsageContext.OPENAI_API_SERVER`).
+    #[default]
+    Serve,
+    /// The offline `LLM(...)` class (`UsageContext.LLM_CLASS`).
+    Offline,
+}
+
+/// The link between the GPUs of a tensor-parallel group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Interconnect {
+    /// NVLink for data-centre GPUs, PCIe for consumer and PCIe-only cards, judged by `gpu_name`.
+    #[default]
+    Auto,
+    /// NVLink / NVSwitch: vLLM's custom all-reduce is on.
+    Nvlink,
+    /// PCIe only: custom all-reduce is off (no full P2P over NVLink).
+    Pcie,
 }
 
 impl Default for ServingInputs {
-    /// One "80 GB" H100 (79.19 GiB), utilization 0.9, TP 1, `vllm serve` defaults.
+    /// One "80 GB" H100 (79.19 GiB), utilization 0.9, TP 1, the current release's `vllm serve`
+    /// defaults.
     fn default() -> Self {
         ServingInputs {
             gpu_memory_bytes: 85_029_615_043,
-            gpu_memory_utilization: 0.9,
+            gpu_memory_utilization: 0.0,
             tensor_parallel_size: 1,
             pipeline_parallel_size: 1,
             max_model_len: 0,
-            max_num_seqs: 1024,
-            max_num_batched_tokens: 8192,
+            max_num_seqs: 0,
+            max_num_batched_tokens: 0,
             block_size: 0,
             non_torch_bytes: None,
+            vllm_version: String::new(),
+            usage: VllmUsage::Serve,
+            interconnect: Interconnect::Auto,
+            enforce_eager: false,
+            gpu_name: String::new(),
         }
     }
 }

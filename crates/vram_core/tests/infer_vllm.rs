@@ -1,5 +1,6 @@
 //! vLLM start-up figures against published logs (shared research measured.md section H: vLLM v0.19
-//! on an H100 of 79.19 GiB, `vllm serve` defaults: 8192 batched tokens, 1024 sequences).
+//! on an H100 of 79.19 GiB, `vllm serve` defaults: 8192 batched tokens, 1024 sequences). Every
+//! other published log is checked in `vllm_startup_logs.rs`.
 
 use vram_core::infer::estimate_inference;
 use vram_core::presets::find;
@@ -20,10 +21,13 @@ fn patched(id: &str, key: &str, value: u64) -> ModelSpec {
     resolve_value(&v, None).unwrap()
 }
 
+/// vLLM 0.19.0 on an H100, as in the logs.
 fn vllm(util: f64) -> Scenario {
     let mut s = Scenario::inference();
     s.engine = Engine::Vllm;
     s.serving.gpu_memory_utilization = util;
+    s.serving.vllm_version = "0.19.0".into();
+    s.serving.gpu_name = "H100 80GB".into();
     s
 }
 
@@ -185,9 +189,7 @@ fn llama31_8b_pipeline_parallel_weights_per_gpu_match_vllm_logs() {
     )
     .unwrap();
     for (pp, logged_gib) in [(2u64, 7.51f64), (4, 4.26)] {
-        let mut s = vram_core::Scenario::inference();
-        s.engine = vram_core::scenario::Engine::Vllm;
-        s.serving.gpu_memory_utilization = 0.95;
+        let mut s = vllm(0.95);
         s.serving.pipeline_parallel_size = pp;
         let e = vram_core::infer::estimate_inference(
             &spec,

@@ -164,12 +164,21 @@ struct VllmRow {
     note: &'static str,
 }
 
-fn vllm_scenario(total_gib: f64, util: f64, tp: u64, f: impl FnOnce(&mut Scenario)) -> Scenario {
+/// vLLM `version` on an H100 of `total_gib`, as the logs of measured.md section H.
+fn vllm_scenario(
+    version: &str,
+    total_gib: f64,
+    util: f64,
+    tp: u64,
+    f: impl FnOnce(&mut Scenario),
+) -> Scenario {
     let mut s = Scenario::inference();
     s.engine = Engine::Vllm;
     s.serving.gpu_memory_bytes = (total_gib * GIB).round() as u64;
     s.serving.gpu_memory_utilization = util;
     s.serving.tensor_parallel_size = tp;
+    s.serving.vllm_version = version.into();
+    s.serving.gpu_name = "H100 80GB".into();
     f(&mut s);
     s
 }
@@ -193,15 +202,15 @@ fn vllm_rows() -> Vec<VllmRow> {
             id: "H1",
             model: "Meta-Llama-3-8B, TP1, util 0.90 (vLLM Dec 2024, V0)",
             spec: l3(),
-            scenario: vllm_scenario(79.22, 0.9, 1, |s| s.serving.max_num_seqs = 256),
+            scenario: vllm_scenario("0.6.5", 79.22, 0.9, 1, |_| {}),
             measured: vec![("weights GiB", 14.96), ("activation GiB", 1.26), ("non-torch GiB", 1.79), ("KV GiB", 53.29)],
-            note: "older engine: its non-torch (1.79) and activation constants differ from the v0.19 profile modelled",
+            note: "V0 (main between 0.6.4 and 0.6.5): non-torch 1.79 GiB at TP 1 here, 0.16–0.35 GiB in every other TP-1 log of that engine",
         },
         VllmRow {
             id: "H2",
             model: "Meta-Llama-3-8B, TP2 (Dec 2024)",
             spec: l3(),
-            scenario: vllm_scenario(79.22, 0.9, 2, |s| s.serving.max_num_seqs = 256),
+            scenario: vllm_scenario("0.6.5", 79.22, 0.9, 2, |_| {}),
             measured: vec![("weights GiB", 7.48), ("non-torch GiB", 3.58), ("activation GiB", 1.26)],
             note: "",
         },
@@ -209,15 +218,15 @@ fn vllm_rows() -> Vec<VllmRow> {
             id: "H3",
             model: "Llama-3.1-8B-Instruct, v0.19, TP1, util 0.95",
             spec: l31(),
-            scenario: vllm_scenario(79.19, 0.95, 1, |_| {}),
+            scenario: vllm_scenario("0.19.0", 79.19, 0.95, 1, |_| {}),
             measured: vec![("weights GiB", 14.99), ("activation GiB", 1.89), ("non-torch GiB", 0.25), ("KV GiB", 58.11), ("KV tokens", 476_016.0)],
-            note: "activation model calibrated on this row and H6",
+            note: "0.19: Triton top-k/top-p sampler over 1024 rows",
         },
         VllmRow {
             id: "H3 fp8 KV",
             model: "same, --kv-cache-dtype fp8",
             spec: l31(),
-            scenario: vllm_scenario(79.19, 0.95, 1, |s| s.kv_dtype = Some("fp8".into())),
+            scenario: vllm_scenario("0.19.0", 79.19, 0.95, 1, |s| s.kv_dtype = Some("fp8".into())),
             measured: vec![("KV tokens", 952_032.0)],
             note: "",
         },
@@ -225,7 +234,7 @@ fn vllm_rows() -> Vec<VllmRow> {
             id: "H4",
             model: "Llama-3.1-8B, v0.19, TP2 / TP4",
             spec: l31(),
-            scenario: vllm_scenario(79.19, 0.95, 2, |_| {}),
+            scenario: vllm_scenario("0.19.0", 79.19, 0.95, 2, |_| {}),
             measured: vec![("weights GiB", 7.51), ("non-torch GiB", 2.07)],
             note: "TP2 shown; TP4 weights est 3.77 vs 3.77 (see tests/infer_vllm.rs)",
         },
@@ -233,7 +242,7 @@ fn vllm_rows() -> Vec<VllmRow> {
             id: "H6",
             model: "Qwen2.5-7B-Instruct, v0.19, TP1, util 0.95",
             spec: q25i(),
-            scenario: vllm_scenario(79.19, 0.95, 1, |_| {}),
+            scenario: vllm_scenario("0.19.0", 79.19, 0.95, 1, |_| {}),
             measured: vec![("weights GiB", 14.25), ("activation GiB", 2.21), ("non-torch GiB", 0.24), ("KV GiB", 58.53), ("KV tokens", 1_096_000.0)],
             note: "Instruct config = base with max_position_embeddings 32768",
         },
@@ -241,7 +250,7 @@ fn vllm_rows() -> Vec<VllmRow> {
             id: "H7",
             model: "Llama-3.1-8B --dtype float32, v0.19",
             spec: l31(),
-            scenario: vllm_scenario(79.19, 0.95, 1, |s| s.dtype = Dtype::Fp32),
+            scenario: vllm_scenario("0.19.0", 79.19, 0.95, 1, |s| s.dtype = Dtype::Fp32),
             measured: vec![("weights GiB", 29.98), ("KV GiB", 42.80)],
             note: "",
         },
@@ -249,39 +258,39 @@ fn vllm_rows() -> Vec<VllmRow> {
             id: "H8",
             model: "Llama-3.1-8B --quantization fp8, v0.19",
             spec: l31(),
-            scenario: vllm_scenario(79.19, 0.95, 1, |s| s.weights = Some("fp8".into())),
+            scenario: vllm_scenario("0.19.0", 79.19, 0.95, 1, |s| s.weights = Some("fp8".into())),
             measured: vec![("weights GiB", 8.49), ("KV GiB", 64.61)],
             note: "",
         },
         VllmRow {
             id: "H9",
-            model: "Llama-3.1-8B-Instruct, older vLLM (2025), max-model-len 16000, util 0.9",
+            model: "Llama-3.1-8B-Instruct, vLLM 0.11.0, max-model-len 16000, util 0.9",
             spec: l31(),
-            scenario: vllm_scenario(79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
+            scenario: vllm_scenario("0.11.0", 79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
             measured: vec![("weights GiB", 14.99), ("activation GiB", 4.76), ("non-torch GiB", 0.13), ("KV GiB", 51.38)],
-            note: "older version: activation 4.76 GiB vs 1.89 in v0.19",
+            note: "0.11: PyTorch's sort-based sampler, 38 B per row × vocab entry",
         },
         VllmRow {
             id: "H10",
             model: "Qwen3-0.6B, same settings",
             spec: preset("Qwen__Qwen3-0.6B", &[]),
-            scenario: vllm_scenario(79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
+            scenario: vllm_scenario("0.11.0", 79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
             measured: vec![("weights GiB", 1.12), ("activation GiB", 5.56), ("KV GiB", 64.45)],
-            note: "older version (see H9)",
+            note: "0.11 (see H9)",
         },
         VllmRow {
             id: "H11",
             model: "Qwen3-32B, max-len 16000",
             spec: preset("Qwen__Qwen3-32B", &[]),
-            scenario: vllm_scenario(79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
+            scenario: vllm_scenario("0.11.0", 79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
             measured: vec![("weights GiB", 61.03), ("activation GiB", 5.64), ("KV GiB", 4.45)],
-            note: "older version (see H9)",
+            note: "0.11 (see H9)",
         },
         VllmRow {
             id: "H12",
             model: "gpt-oss-20b (MXFP4), max-len 16000",
             spec: preset("openai__gpt-oss-20b", &[]),
-            scenario: vllm_scenario(79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
+            scenario: vllm_scenario("0.11.0", 79.18, 0.9, 1, |s| s.serving.max_model_len = 16000),
             measured: vec![("weights GiB", 13.47), ("activation GiB", 7.38), ("KV GiB", 50.28)],
             note: "vLLM's MXFP4 MoE kernels pad/relayout expert weights (not modelled)",
         },
@@ -292,7 +301,7 @@ fn vllm_section() -> String {
     let mut s = String::new();
     writeln!(
         s,
-        "### vLLM start-up rows (measured.md section H)\n\nProfile: vLLM v1 with v0.19 constants (docs/formulas/inference.md). GiB = 2^30 B.\n\n| row | model / settings | quantity | estimate | logged | err | note |\n|---|---|---|---|---|---|---|"
+        "### vLLM start-up rows (measured.md section H)\n\nEach row modelled as the release that printed it (`--vllm-version`; docs/formulas/vllm-versions.md). GiB = 2^30 B.\n\n| row | model / settings | quantity | estimate | logged | err | note |\n|---|---|---|---|---|---|---|"
     )
     .ok();
     for row in vllm_rows() {
@@ -333,6 +342,71 @@ fn vllm_section() -> String {
         }
     }
     s.push('\n');
+    s.push_str(&startup_logs_section());
+    s
+}
+
+/// Every published start-up log of `crates/vram_core/tests/data/vllm_startup_logs.json`, its KV
+/// capacity against the estimate (the same rows `tests/vllm_startup_logs.rs` checks).
+fn startup_logs_section() -> String {
+    let rows = crate::vllm_logs::rows();
+    let mut s = String::new();
+    writeln!(
+        s,
+        "### vLLM start-up logs: KV capacity by release\n\nEvery published start-up log found with a model this project has the config of (vLLM issue and PR threads, benchmark repositories; sources in `crates/vram_core/tests/data/vllm_startup_logs.json`), estimated with the release, GPU and flags it ran with. The capacity compared is what the log prints: `# GPU blocks` (V0), `GPU KV cache size` in tokens (V1), or the KV memory in GiB where the log shows only that; the parts the log breaks the budget into are shown beside (logged / estimated GiB).\n\n| log | model | vLLM | GPU | TP | logged | estimated | error | parts: logged / estimated GiB |\n|---|---|---|---|---:|---:|---:|---:|---|"
+    )
+    .ok();
+    let mut errors = Vec::new();
+    let mut outliers = Vec::new();
+    for r in &rows {
+        let parts: Vec<String> = r
+            .logged_parts
+            .iter()
+            .map(|(n, l, e)| format!("{n} {l:.2} / {e:.2}"))
+            .collect();
+        let fmt = |x: f64| match r.logged {
+            crate::vllm_logs::Capacity::KvGib(_) => format!("{x:.2} GiB"),
+            _ => format!(
+                "{} {}",
+                vram_core::units::group_thousands(x.round() as u64),
+                r.unit()
+            ),
+        };
+        writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {:+.1} %{} | {} |",
+            r.id,
+            r.label,
+            r.version,
+            r.gpu,
+            r.tp,
+            fmt(r.logged_value),
+            fmt(r.estimated),
+            r.error_percent(),
+            if r.outlier.is_some() { " ¹" } else { "" },
+            parts.join("; ")
+        )
+        .ok();
+        match &r.outlier {
+            Some(cause) => outliers.push(format!(
+                "- {} ({:+.1} %): {cause}.",
+                r.id,
+                r.error_percent()
+            )),
+            None => errors.push(r.error_percent().abs()),
+        }
+    }
+    errors.sort_by(f64::total_cmp);
+    let median = errors.get(errors.len() / 2).copied().unwrap_or(0.0);
+    let max = errors.last().copied().unwrap_or(0.0);
+    writeln!(
+        s,
+        "\n{} logs; without the {} outliers below, median |error| {median:.1} %, largest {max:.1} %.\n\n¹ Outliers and their causes:\n{}\n",
+        rows.len(),
+        outliers.len(),
+        outliers.join("\n")
+    )
+    .ok();
     s
 }
 

@@ -8,6 +8,8 @@
 
 mod infer;
 mod published;
+#[path = "../../../vram_core/tests/vllm_logs/mod.rs"]
+mod vllm_logs;
 
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -54,9 +54,53 @@ pub struct ForwardShape {
     pub attention: AttentionImpl,
     /// Positions whose logits are computed (0 = all `tokens`).
     pub logits_to_keep: u64,
-    /// transformers' own MoE experts (`grouped_mm_experts_forward` where the class is decorated);
-    /// false for vLLM's profile, whose fused MoE kernel is not transformers' path.
-    pub hf_experts: bool,
+    /// How the MoE experts run: transformers' own path, or vLLM's fused kernel.
+    pub experts: ExpertsPath,
+}
+
+/// How the MoE experts of a forward run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpertsPath {
+    /// transformers: `grouped_mm_experts_forward` where the class is decorated with
+    /// `@use_experts_implementation`, else the one-expert-at-a-time loop.
+    Transformers,
+    /// vLLM's fused MoE kernel (`fused_moe.py fused_experts_impl`), its workspace per chunk of
+    /// `chunk_tokens` tokens (0: one chunk): `M·k·(max(N, K) + N/2)` elements (`cache13` shared by
+    /// the first and third caches, 0.8+), or `M·k·(N + N/2 + K)` with `separate_caches` (up to 0.7),
+    /// where N = 2 × the expert intermediate size (gate and up) and K = hidden.
+    VllmFused {
+        /// `VLLM_FUSED_MOE_CHUNK_SIZE` (0: no chunking, 0.19+).
+        chunk_tokens: u64,
+        /// The first and third caches allocated separately (up to 0.7).
+        separate_caches: bool,
+    },
+}
+
+/// vLLM's fused-MoE workspace for `tokens` tokens of a layer with `experts_per_token` experts of
+/// `intermediate` size, `hidden` wide, in `act_bytes` elements (see [`ExpertsPath::VllmFused`]).
+pub fn fused_moe_workspace_bytes(
+    tokens: u64,
+    experts_per_token: u64,
+    intermediate: u64,
+    hidden: u64,
+    act_bytes: u64,
+    chunk_tokens: u64,
+    separate_caches: bool,
+) -> u64 {
+    let m = if chunk_tokens == 0 {
+        tokens
+    } else {
+        tokens.min(chunk_tokens)
+    };
+    let n = 2 * intermediate;
+    let widths = if separate_caches {
+        n + n / 2 + hidden
+    } else {
+        n.max(hidden) + n / 2
+    };
+    m.saturating_mul(experts_per_token)
+        .saturating_mul(widths)
+        .saturating_mul(act_bytes)
 }
 
 impl ForwardShape {
@@ -334,7 +378,25 @@ fn ffn_only_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64
                 .saturating_mul(e)
                 .saturating_mul(a + 4)
                 .saturating_add(t.saturating_mul(k).saturating_mul(4 + 8));
-            if s.hf_experts && experts_grouped(spec) {
+            if let ExpertsPath::VllmFused {
+                chunk_tokens,
+                separate_caches,
+            } = s.experts
+            {
+                // router logits, fp32 top-k weights and int32 ids, and the fused kernel's caches
+                let routing = t
+                    .saturating_mul(e)
+                    .saturating_mul(a)
+                    .saturating_add(t.saturating_mul(k).saturating_mul(4 + 4));
+                let workspace =
+                    fused_moe_workspace_bytes(t, k, i, h, a, chunk_tokens, separate_caches);
+                return (
+                    base.saturating_add(routing)
+                        .saturating_add(workspace.max(shared)),
+                    routing,
+                );
+            }
+            if s.experts == ExpertsPath::Transformers && experts_grouped(spec) {
                 // transformers 5's default `grouped_mm_experts_forward` for `@use_experts_implementation`
                 // classes: the S = T·k token copies sorted by expert (`selected_hidden_states_g`,
                 // bound to the end) beside, at its largest, the up projection and its masked copy
@@ -499,7 +561,7 @@ mod tests {
             act_bytes: 2,
             attention,
             logits_to_keep: 1,
-            hf_experts: true,
+            experts: ExpertsPath::Transformers,
         }
     }
 
@@ -572,7 +634,7 @@ mod tests {
             act_bytes: 4,
             attention: AttentionImpl::Sdpa,
             logits_to_keep: 1,
-            hf_experts: true,
+            experts: ExpertsPath::Transformers,
         };
         let p = forward_peak(&s, &sh);
         assert_eq!(p.layer_bytes, 2046 * (3 * 768 + 4 * 3072) * 4);

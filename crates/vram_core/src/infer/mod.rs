@@ -6,7 +6,8 @@
 //! - `transformers`: HF transformers 5 `model(...)` / `generate` with `DynamicCache`: phases load →
 //!   prefill of `seq_len` tokens at `batch` → one decode step, in tensor bytes
 //!   (`torch.cuda.max_memory_allocated`), as `vram measure` reports them.
-//! - `vllm`: vLLM v1 (v0.19 constants) on the serving GPU: weights per GPU, the KV pool it
+//! - `vllm`: vLLM as the chosen release starts (`vllm_version`; 0.6 V0 to the current 0.34) on the
+//!   serving GPU: weights per GPU, the KV pool it
 //!   pre-allocates, the profiled activation peak; the scenario's `batch × seq_len` occupies pages.
 
 pub mod activations;
@@ -18,6 +19,7 @@ pub mod llama_cpp;
 pub mod solve;
 pub mod vllm;
 pub mod vllm_pipeline;
+pub mod vllm_version;
 pub mod weights;
 
 use crate::error::ScenarioError;
@@ -390,6 +392,10 @@ struct InferPart {
     layout: KvLayout,
     /// vLLM's profiled activation peak (depends on the serving limits, not on the context).
     act_peak: vllm::ActivationPeak,
+    /// The serving inputs with the version's defaults filled in.
+    serving: crate::scenario::ServingInputs,
+    /// What the vLLM release does at start-up.
+    profile: vllm_version::Profile,
 }
 
 impl InferPart {
@@ -416,7 +422,9 @@ impl InferPart {
                 KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
             }
         };
-        let act_peak = vllm::ActivationPeak::of(spec, &scenario.serving, compute, tp);
+        let serving = vllm_version::resolve(&scenario.serving, spec)?;
+        let profile = vllm_version::Profile::of(vllm_version::version_of(&serving)?);
+        let act_peak = vllm::ActivationPeak::of(spec, &serving, compute, tp, &profile);
         Ok(InferPart {
             format,
             compute,
@@ -427,6 +435,8 @@ impl InferPart {
             vllm_layout,
             layout,
             act_peak,
+            serving,
+            profile,
         })
     }
 
@@ -437,9 +447,7 @@ impl InferPart {
             && a.kv_dtype == b.kv_dtype
             && a.engine == b.engine
             && (a.attention == AttentionImpl::Flash) == (b.attention == AttentionImpl::Flash)
-            && a.serving.tensor_parallel_size == b.serving.tensor_parallel_size
-            && a.serving.max_num_batched_tokens == b.serving.max_num_batched_tokens
-            && a.serving.max_num_seqs == b.serving.max_num_seqs
+            && a.serving == b.serving
     }
 }
 
@@ -463,6 +471,8 @@ fn estimate_with(
         vllm_layout,
         layout,
         act_peak,
+        serving: serving_inputs,
+        profile,
     } = part;
     let (compute, kv_dtype) = (*compute, *kv_dtype);
     let mut notes: Vec<String> = if explain {
@@ -482,13 +492,15 @@ fn estimate_with(
     let tp = scenario.serving.tensor_parallel_size.max(1);
     let serving = vllm::serving(
         spec,
-        &scenario.serving,
+        serving_inputs,
         w,
         vllm_layout,
         compute,
         s,
         explain,
         act_peak,
+        profile,
+        overheads.cuda_context_bytes,
     );
 
     let kv_steady = layout.bytes(b, s, encoder_tokens, Moment::Steady);
@@ -555,7 +567,9 @@ fn estimate_with(
                 scenario.attention
             ),
             Engine::Vllm => format!(
-                "vLLM v1 (v0.19 constants), paged KV in blocks of {} tokens, TP {tp}",
+                "vLLM {} ({} engine), paged KV in blocks of {} tokens, TP {tp}",
+                profile.version,
+                if profile.v1 { "V1" } else { "V0" },
                 serving.block_size
             ),
         },
@@ -793,7 +807,7 @@ fn transformers_phases(
         act_bytes: a,
         attention: scenario.attention,
         logits_to_keep: scenario.logits_to_keep,
-        hf_experts: true,
+        experts: activations::ExpertsPath::Transformers,
     };
     let mut fwd = forward_peak(spec, &prefill_shape);
     if enc_dec {
@@ -824,7 +838,7 @@ fn transformers_phases(
         act_bytes: a,
         attention: scenario.attention,
         logits_to_keep: 1,
-        hf_experts: true,
+        experts: activations::ExpertsPath::Transformers,
     };
     let dec = forward_peak(spec, &decode_shape);
     let cat_copy = layout.largest_layer_half_bytes(b, if enc_dec { 1 } else { s });
@@ -1065,7 +1079,10 @@ fn vllm_phases(serving: &ServingEstimate, kv_steady: u64, terms: &mut Terms) -> 
         activations: act,
         logits: 0,
         peak,
-        device: peak.saturating_add(serving.non_torch_bytes),
+        // CUDA graphs: inside the budget from 0.21 (the pool is smaller by them), on top of it before
+        device: peak
+            .saturating_add(serving.non_torch_bytes)
+            .saturating_add(serving.cuda_graph_bytes),
         phases: if terms.explain() {
             vec![
                 phase("load", w, w, vec![("weights", w)]),
@@ -1112,6 +1129,9 @@ pub struct InferTotals {
     pub concurrency_at_context: f64,
     /// [`ServingEstimate::fits`].
     pub serving_fits: bool,
+    /// Whether vLLM sizes its KV cache from the memory free after warm-up (0.34's extensible KV
+    /// cache): its device total is the GPU less its own margin by design, not a share the user set.
+    pub serving_self_sized: bool,
 }
 
 impl InferTotals {
@@ -1128,6 +1148,7 @@ impl InferTotals {
             shortfall_bytes: e.serving.shortfall_bytes,
             concurrency_at_context: e.serving.concurrency_at_context,
             serving_fits: e.serving.fits,
+            serving_self_sized: e.serving.budget == vllm_version::Budget::Extensible,
         }
     }
 }

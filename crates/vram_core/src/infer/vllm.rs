@@ -25,14 +25,16 @@
 //!   `num_blocks / Σ_groups ⌈max memory per request / page⌉` with the sliding groups' need
 //!   `⌈min(window − 1 + max_num_batched_tokens, max_model_len) / block⌉ + 1` pages.
 
-use super::activations::{forward_peak, ForwardShape};
+use super::activations::{forward_peak, fused_moe_workspace_bytes, ExpertsPath, ForwardShape};
 use super::kv_cache::{KvLayout, LayerCache};
 use super::vllm_pipeline as pipeline;
+use super::vllm_version::non_torch_bytes;
+use super::vllm_version::{Budget, Profile};
 use super::weights::WeightsBreakdown;
 use crate::error::ScenarioError;
 use crate::report::Term;
 use crate::scenario::{AttentionImpl, Dtype, ServingInputs};
-use crate::spec::{Component, ModelKind, ModelSpec};
+use crate::spec::{Component, FfnSpec, ModelKind, ModelSpec};
 use crate::units::{format_gib, group_thousands, GIB};
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +71,18 @@ pub struct ServingEstimate {
     pub concurrency_at_context: f64,
     /// Whether one request of `max_model_len` fits (vLLM refuses to start otherwise).
     pub fits: bool,
+    /// The profiling run's sampler peak (`rows × vocab × bytes per entry` + scratch; the
+    /// activation peak is the larger of it and the layers').
+    pub sampler_bytes: u64,
+    /// The fused-MoE workspace of the largest MoE layer per GPU (0 for dense models; part of the
+    /// layers' peak).
+    pub moe_workspace_bytes: u64,
+    /// CUDA-graph memory per GPU (0 with `enforce_eager`): outside the budget up to 0.20 (on the
+    /// device beyond `gpu_memory_utilization`), subtracted from it in 0.21+.
+    pub cuda_graph_bytes: u64,
+    /// How the release forms the KV budget (`v0`, `v1-absolute`, `v1`, `v1-graphs`,
+    /// `extensible`).
+    pub budget: Budget,
     /// Explained terms.
     pub terms: Vec<Term>,
 }
@@ -92,17 +106,65 @@ impl ServingEstimate {
             max_concurrency: 0.0,
             concurrency_at_context: 0.0,
             fits: false,
+            sampler_bytes: 0,
+            moe_workspace_bytes: 0,
+            cuda_graph_bytes: 0,
+            budget: Budget::V1,
             terms: Vec::new(),
         }
     }
 }
 
-/// Measured non-torch memory of vLLM v0.19 on H100 per TP size (measured.md H3/H4).
-pub fn non_torch_default(tp: u64) -> u64 {
-    match tp {
-        0 | 1 => GIB / 4,
-        2 => 2_222_615_101, // 2.07 GiB
-        _ => 2_287_042_969, // 2.13 GiB
+/// CUDA-graph memory of the engine's capture list, approximated from the published figures:
+/// per captured graph and decoder layer, 0.27 MiB for piecewise graphs (0.10.1.1 Qwen2-7B on an
+/// A100: 0.50 GiB for 67 graphs × 28 layers), 1.51 MiB for full graphs (0.19.1 Qwen3-8B on an A100:
+/// 2.35 GiB estimated for 51 piecewise and 35 full graphs × 36 layers) and 0.2 MiB for V0's
+/// whole-model graphs (phi-4 0.6.5: 0.27 GiB for 35 graphs × 40 layers). Published figures of
+/// other models scatter by a factor of two around this (docs/formulas/vllm-versions.md).
+///
+/// Capture sizes (`vllm/config`): V0 `[1, 2, 4] + 8…max_num_seqs` step 8; 0.8–0.9 `[1, 2, 4] +
+/// 8…512` step 8; 0.10–0.12 the same up to `min(2 × max_num_seqs, 512)`; 0.13+ `[1, 2, 4] +
+/// 8…248` step 8 `+ 256…min(2 × max_num_seqs, 512)` step 16; all at most `max_num_batched_tokens`.
+/// From 0.11 (`FULL_AND_PIECEWISE`) the sizes up to `max_num_seqs` are also captured as full
+/// graphs. None with `--enforce-eager`.
+pub fn cuda_graph_bytes(spec: &ModelSpec, s: &ServingInputs, profile: &Profile) -> u64 {
+    if s.enforce_eager {
+        return 0;
+    }
+    let m = profile.version.minor;
+    let seqs = s.max_num_seqs.max(1);
+    let cap = s.max_num_batched_tokens.max(1);
+    let sizes: Vec<u64> = match m {
+        0..=7 => [1, 2, 4]
+            .into_iter()
+            .chain((8..=seqs.next_multiple_of(8)).step_by(8))
+            .collect(),
+        8..=9 => [1, 2, 4].into_iter().chain((8..=512).step_by(8)).collect(),
+        10..=12 => [1, 2, 4]
+            .into_iter()
+            .chain((8..=(2 * seqs).min(512)).step_by(8))
+            .collect(),
+        _ => [1, 2, 4]
+            .into_iter()
+            .chain((8..256).step_by(8))
+            .chain((256..=(2 * seqs).min(512)).step_by(16))
+            .collect(),
+    };
+    let captured = sizes.iter().filter(|&&b| b <= cap).count() as u64;
+    let full = if m >= 11 {
+        sizes.iter().filter(|&&b| b <= cap && b <= seqs).count() as u64
+    } else {
+        0
+    };
+    let layers = spec.layers.len() as u64;
+    const MIB: u64 = 1 << 20;
+    let per_graph_layer = |mib_x100: u64| layers.saturating_mul(mib_x100 * MIB / 100);
+    if m <= 7 {
+        captured.saturating_mul(per_graph_layer(20))
+    } else {
+        captured
+            .saturating_mul(per_graph_layer(27))
+            .saturating_add(full.saturating_mul(per_graph_layer(151)))
     }
 }
 
@@ -113,10 +175,10 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
         expected: expected.into(),
         found,
     };
-    if !(s.gpu_memory_utilization > 0.0 && s.gpu_memory_utilization <= 1.0) {
+    if !(s.gpu_memory_utilization >= 0.0 && s.gpu_memory_utilization <= 1.0) {
         return Err(bad(
             "gpu_memory_utilization",
-            "a fraction in (0, 1]",
+            "a fraction in (0, 1], or 0 for the version's default",
             s.gpu_memory_utilization.to_string(),
         ));
     }
@@ -131,8 +193,8 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
     for (field, v, zero_ok) in [
         ("tensor_parallel_size", s.tensor_parallel_size, false),
         ("pipeline_parallel_size", s.pipeline_parallel_size, false),
-        ("max_num_seqs", s.max_num_seqs, false),
-        ("max_num_batched_tokens", s.max_num_batched_tokens, false),
+        ("max_num_seqs", s.max_num_seqs, true),
+        ("max_num_batched_tokens", s.max_num_batched_tokens, true),
         ("max_model_len", s.max_model_len, true),
         ("block_size", s.block_size, true),
     ] {
@@ -144,6 +206,7 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
             ));
         }
     }
+    super::vllm_version::version_of(s)?;
     Ok(())
 }
 
@@ -239,23 +302,51 @@ pub fn rotary_cache_bytes(spec: &ModelSpec, dtype: Dtype) -> u64 {
         .saturating_mul(dtype.bytes())
 }
 
-/// vLLM's profiled activation peak and its parts (see the module docs for the calibration).
+/// vLLM's profiled activation peak and its parts (`profile_run`: a dummy forward of
+/// `max_num_batched_tokens` tokens split over `min(max_num_seqs, tokens)` requests with attention
+/// skipped, then the sampler on one row per request; module docs and [`Profile`]).
 pub(crate) struct ActivationPeak {
     tokens: u64,
+    /// The largest layer's transient per GPU (MLP/attention intermediates split by TP), with the
+    /// fused-MoE workspace in it.
     layer_bytes: u64,
+    /// `tokens × hidden` in the model dtype: the hidden states, alive through the layers and (V1)
+    /// the sampler.
+    hidden_bytes: u64,
     rows: u64,
+    /// The sampler's peak: `rows × vocab × bytes per entry` + the Triton scratch buffer.
+    sampler_bytes: u64,
+    per_entry: u64,
+    /// The fused-MoE workspace of the largest MoE layer per GPU (in `layer_bytes`).
+    pub(crate) moe_workspace_bytes: u64,
+    /// The peak: the larger of the layers' and the sampler's, which run one after the other.
     pub(crate) total: u64,
     vocab: u64,
 }
 
 impl ActivationPeak {
-    /// The sampler's part (`rows × vocab × (4 + 4)` B), on the last pipeline stage only.
+    /// The sampler's part, on the last pipeline stage only.
     pub(crate) fn sampler_bytes(&self) -> u64 {
-        self.rows.saturating_mul(self.vocab).saturating_mul(8)
+        self.sampler_bytes
     }
 
-    pub(crate) fn of(spec: &ModelSpec, s: &ServingInputs, dtype: Dtype, tp: u64) -> Self {
+    /// The peak without the sampler (a pipeline stage other than the last).
+    pub(crate) fn without_sampler(&self) -> u64 {
+        self.layer_bytes.saturating_add(self.hidden_bytes)
+    }
+
+    pub(crate) fn of(
+        spec: &ModelSpec,
+        s: &ServingInputs,
+        dtype: Dtype,
+        tp: u64,
+        profile: &Profile,
+    ) -> Self {
         let tokens = s.max_num_batched_tokens;
+        let experts = ExpertsPath::VllmFused {
+            chunk_tokens: profile.fused_moe_chunk_tokens,
+            separate_caches: profile.fused_moe_separate_caches,
+        };
         let shape = ForwardShape {
             batch: 1,
             tokens,
@@ -263,36 +354,87 @@ impl ActivationPeak {
             act_bytes: dtype.bytes(),
             attention: AttentionImpl::Flash,
             logits_to_keep: 1,
-            hf_experts: false,
+            experts,
         };
         let p = forward_peak(spec, &shape);
         // Tensor parallelism splits the MLP/attention intermediates; the residual stream is
         // replicated.
         let layer = p.layer_bytes / tp;
+        let moe_workspace = spec
+            .layers
+            .iter()
+            .filter_map(|l| match l.ffn {
+                Some(FfnSpec::Moe {
+                    experts_per_token,
+                    expert_intermediate_size,
+                    ..
+                }) => Some(fused_moe_workspace_bytes(
+                    tokens,
+                    experts_per_token,
+                    expert_intermediate_size,
+                    spec.hidden_size,
+                    dtype.bytes(),
+                    profile.fused_moe_chunk_tokens,
+                    profile.fused_moe_separate_caches,
+                )),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+            / tp;
         let hidden = tokens
             .saturating_mul(spec.hidden_size)
             .saturating_mul(dtype.bytes());
         let rows = s.max_num_seqs.min(tokens);
-        let sampler = rows.saturating_mul(spec.vocab_size).saturating_mul(8);
+        let per_entry = profile.sampler_bytes_per_entry(dtype.bytes());
+        let sampler = rows
+            .saturating_mul(spec.vocab_size)
+            .saturating_mul(per_entry)
+            .saturating_add(profile.sampler_scratch_bytes(rows, spec.vocab_size, &s.gpu_name));
+        // V1 (0.9+) keeps the whole batch's hidden states alive through the sampler; V0 and 0.8
+        // only the selected rows (small beside the logits).
+        let beside_sampler = if profile.version.minor >= 9 {
+            hidden
+        } else {
+            0
+        };
+        let layers_peak = layer.saturating_add(hidden);
         ActivationPeak {
             tokens,
-            layer_bytes: p.layer_bytes,
+            layer_bytes: layer,
+            hidden_bytes: hidden,
             rows,
-            total: layer.saturating_add(hidden).saturating_add(sampler),
+            sampler_bytes: sampler,
+            per_entry,
+            moe_workspace_bytes: moe_workspace,
+            total: layers_peak.max(sampler.saturating_add(beside_sampler)),
             vocab: spec.vocab_size,
         }
     }
 
-    fn formula(&self, spec: &ModelSpec, dtype: Dtype, tp: u64) -> String {
+    fn formula(&self, tp: u64, profile: &Profile) -> String {
         format!(
-            "largest layer at {} tokens {} / TP {tp} + hidden {} × {} × {} B + sampler {} rows × {} vocab × (4 + 4) B = {} B",
+            "max(largest layer at {} tokens / TP {tp} {} B{} + hidden states {} B, sampler {} rows × {} vocab × {} B{} = {} B) = {} B",
             group_thousands(self.tokens),
             group_thousands(self.layer_bytes),
-            group_thousands(self.tokens),
-            spec.hidden_size,
-            dtype.bytes(),
+            if self.moe_workspace_bytes > 0 {
+                format!(
+                    " (fused-MoE workspace {} B)",
+                    group_thousands(self.moe_workspace_bytes)
+                )
+            } else {
+                String::new()
+            },
+            group_thousands(self.hidden_bytes),
             group_thousands(self.rows),
-            group_thousands(spec.vocab_size),
+            group_thousands(self.vocab),
+            self.per_entry,
+            if profile.version.minor >= 9 {
+                " + hidden states"
+            } else {
+                ""
+            },
+            group_thousands(self.sampler_bytes),
             group_thousands(self.total)
         )
     }
@@ -369,11 +511,13 @@ pub(crate) fn serving(
     context: u64,
     explain: bool,
     act_peak: &ActivationPeak,
+    profile: &Profile,
+    context_bytes: u64,
 ) -> ServingEstimate {
     let tp = s.tensor_parallel_size.max(1);
     let block = match (s.block_size, kv.block_size) {
-        (0, Some(b)) => b,
-        (0, None) => 16,
+        (0, Some(b)) => b.max(profile.default_block_size),
+        (0, None) => profile.default_block_size,
         (b, _) => b,
     };
     let max_model_len = if s.max_model_len == 0 {
@@ -381,10 +525,35 @@ pub(crate) fn serving(
     } else {
         s.max_model_len
     };
-    let requested = (s.gpu_memory_bytes as f64 * s.gpu_memory_utilization).floor() as u64;
+    let total = s.gpu_memory_bytes;
+    let requested = (total as f64 * s.gpu_memory_utilization).floor() as u64;
     let (mut weights_gpu, rope, mut kv_replicas) = weights_per_gpu(spec, w, tp, dtype);
     let mut act = act_peak.total;
-    let non_torch = s.non_torch_bytes.unwrap_or_else(|| non_torch_default(tp));
+    let non_torch = s.non_torch_bytes.unwrap_or_else(|| {
+        non_torch_bytes(
+            profile,
+            tp,
+            super::vllm_version::interconnect(s),
+            context_bytes,
+        )
+    });
+    let graphs = cuda_graph_bytes(spec, s, profile);
+    let graphs_in_budget = match profile.budget {
+        Budget::V1Graphs | Budget::Extensible => graphs,
+        _ => 0,
+    };
+    // The extensible KV cache (0.34) keeps the device's headroom above a margin for what the
+    // measurement does not show, beside the transient peak it keeps free in full.
+    let margin = match profile.budget {
+        Budget::Extensible => GIB.max(act.saturating_mul(3) / 4),
+        _ => 0,
+    };
+    let requested_effective = match profile.budget {
+        Budget::Extensible => {
+            requested.min(total.saturating_sub(context_bytes).saturating_sub(margin))
+        }
+        _ => requested,
+    };
     let mut per_layer: Vec<(LayerCache, u64, u64)> = kv
         .distinct
         .iter()
@@ -400,8 +569,8 @@ pub(crate) fn serving(
             kv,
             dtype,
             tp,
-            requested,
-            non_torch,
+            requested_effective,
+            non_torch.saturating_add(graphs_in_budget),
             act_peak,
             weights_gpu,
             rope,
@@ -413,9 +582,12 @@ pub(crate) fn serving(
         per_layer = stage.per_layer;
         pp_note = stage.note;
     }
-    let used = weights_gpu.saturating_add(act).saturating_add(non_torch);
-    let pool = requested.saturating_sub(used);
-    let shortfall = used.saturating_sub(requested);
+    let used = weights_gpu
+        .saturating_add(act)
+        .saturating_add(non_torch)
+        .saturating_add(graphs_in_budget);
+    let pool = requested_effective.saturating_sub(used);
+    let shortfall = used.saturating_sub(requested_effective);
     let state_per_seq = kv.state_bytes_per_sequence();
     let (bytes_per_block, groups, need_blocks) =
         paging(block, max_model_len, s.max_num_batched_tokens, &per_layer);
@@ -455,7 +627,7 @@ pub(crate) fn serving(
                 group_thousands(requested),
                 gib(requested)
             ),
-            source: "vLLM Worker.determine_available_memory; physical GPU memory (H100 80 GB = 79.19 GiB, measured.md J7)".into(),
+            source: "vLLM Worker.determine_available_memory: total memory as CUDA reports it (an \"80 GB\" H100 is 79.19 GiB, measured.md J7) × gpu_memory_utilization (the release's default when not given)".into(),
         },
         Term {
             key: "serving.weights".into(),
@@ -488,31 +660,95 @@ pub(crate) fn serving(
         Term {
             key: "serving.activation_peak".into(),
             bytes: act,
-            formula: act_peak.formula(spec, dtype, tp),
-            source: "vLLM gpu_model_runner.profile_run + _dummy_sampler_run; sum calibrated on vLLM v0.19 H100 logs (measured.md H3, H6)".into(),
+            formula: act_peak.formula(tp, profile),
+            source: format!(
+                "vLLM {} profile_run + _dummy_sampler_run ({} sampler); the layers and the sampler run one after the other (docs/formulas/vllm-versions.md)",
+                profile.version,
+                match profile.sampler {
+                    super::vllm_version::SamplerPath::SortNative => "sort-based top-k/top-p",
+                    super::vllm_version::SamplerPath::Triton => "Triton top-k/top-p",
+                    super::vllm_version::SamplerPath::RunnerV2 => "model runner V2",
+                }
+            ),
         },
         Term {
             key: "serving.non_torch".into(),
             bytes: non_torch,
-            formula: format!("TP {tp}: {} B ({})", group_thousands(non_torch), gib(non_torch)),
-            source: "measured: vLLM v0.19 H100 logs, 0.25 GiB TP1, 2.07 GiB TP2, 2.13 GiB TP4 (measured.md H3/H4)".into(),
+            formula: format!(
+                "vLLM {}, TP {tp}, {}: {} B ({}){}",
+                profile.version,
+                match super::vllm_version::interconnect(s) {
+                    crate::scenario::Interconnect::Pcie => "PCIe",
+                    _ => "NVLink",
+                },
+                group_thousands(non_torch),
+                gib(non_torch),
+                if profile.budget == Budget::V1Absolute {
+                    " (the CUDA context included: 0.8 counts non-torch memory absolutely)"
+                } else {
+                    ""
+                }
+            ),
+            source: "measured in published start-up logs per release and interconnect (vllm_version::non_torch_bytes)".into(),
+        },
+        Term {
+            key: "serving.cuda_graphs".into(),
+            bytes: graphs,
+            formula: if graphs_in_budget > 0 {
+                format!(
+                    "{} B, subtracted from the budget (vLLM {}: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 by default)",
+                    group_thousands(graphs),
+                    profile.version
+                )
+            } else if graphs > 0 {
+                format!(
+                    "{} B, captured after the KV cache: on the device beyond gpu_memory_utilization",
+                    group_thousands(graphs)
+                )
+            } else {
+                "--enforce-eager: no CUDA graphs".into()
+            },
+            source: "approximated per captured graph and layer (vllm::cuda_graph_bytes)".into(),
         },
         Term {
             key: "serving.kv_pool".into(),
             bytes: pool,
             formula: format!(
-                "{} − {} − {} − {} = {} B ({}); {} B per block of {block} tokens → {} blocks, {} tokens",
-                group_thousands(requested),
+                "{}{} − {} − {} − {}{} = {} B ({}); {} B per block of {block} tokens → {} blocks, {} tokens",
+                group_thousands(requested_effective),
+                if profile.budget == Budget::Extensible {
+                    format!(
+                        " (min(requested, total − CUDA context {} − margin {}))",
+                        group_thousands(context_bytes),
+                        group_thousands(margin)
+                    )
+                } else {
+                    String::new()
+                },
                 group_thousands(weights_gpu),
                 group_thousands(act),
                 group_thousands(non_torch),
+                if graphs_in_budget > 0 {
+                    format!(" − {}", group_thousands(graphs_in_budget))
+                } else {
+                    String::new()
+                },
                 group_thousands(pool),
                 gib(pool),
                 group_thousands(bytes_per_block),
                 group_thousands(num_blocks),
                 group_thousands(kv_tokens)
             ),
-            source: "vLLM v1 kv_cache_utils.get_kv_cache_config / get_max_concurrency_for_kv_cache_config".into(),
+            source: match profile.budget {
+                Budget::V0 => "vLLM V0 worker.determine_num_available_blocks",
+                Budget::V1Absolute | Budget::V1 | Budget::V1Graphs => {
+                    "vLLM V1 gpu_worker.determine_available_memory; kv_cache_utils.get_kv_cache_config"
+                }
+                Budget::Extensible => {
+                    "vLLM extensible_kv_cache.measure_kv_cache_bytes; kv_cache_utils.get_kv_cache_config"
+                }
+            }
+            .into(),
         },
     ]
     };
@@ -532,6 +768,10 @@ pub(crate) fn serving(
         max_concurrency,
         concurrency_at_context: at_context,
         fits,
+        sampler_bytes: act_peak.sampler_bytes(),
+        moe_workspace_bytes: act_peak.moe_workspace_bytes,
+        cuda_graph_bytes: graphs,
+        budget: profile.budget,
         terms,
     }
 }

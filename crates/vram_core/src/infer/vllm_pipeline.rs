@@ -117,7 +117,7 @@ pub(crate) fn binding_stage(
         let activation = if last {
             act.total
         } else {
-            act.total.saturating_sub(act.sampler_bytes())
+            act.without_sampler()
         }
         .saturating_add(hidden_buffers);
         let per_layer: Vec<(LayerCache, u64, u64)> = distinct(&kv.layers[range])

@@ -265,10 +265,12 @@ pub fn vllm_serve(s: &Scenario, model_id: &str) -> LaunchText {
     if s.serving.max_model_len > 0 {
         line.push_str(&format!(" --max-model-len {}", s.serving.max_model_len));
     }
-    line.push_str(&format!(
-        " --gpu-memory-utilization {}",
-        s.serving.gpu_memory_utilization
-    ));
+    if s.serving.gpu_memory_utilization > 0.0 {
+        line.push_str(&format!(
+            " --gpu-memory-utilization {}",
+            s.serving.gpu_memory_utilization
+        ));
+    }
     if let Some(kv) = &s.kv_dtype {
         if kv.starts_with("fp8") {
             line.push_str(&format!(" --kv-cache-dtype {kv}"));

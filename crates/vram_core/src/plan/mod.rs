@@ -567,6 +567,16 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
         s.serving.tensor_parallel_size = tp;
         s.serving.pipeline_parallel_size = pp;
         s.serving.gpu_memory_bytes = usable;
+        if s.serving.gpu_memory_utilization == 0.0 {
+            // the release's default, capped to leave the planner's headroom (0.34's default of
+            // 1.0 keeps only the CUDA context and a 1 GiB margin free)
+            let Ok(v) = crate::infer::vllm_version::version_of(&s.serving) else {
+                continue;
+            };
+            s.serving.gpu_memory_utilization = crate::infer::vllm_version::Profile::of(v)
+                .default_utilization
+                .min(1.0 - HEADROOM_PERCENT as f64 / 100.0);
+        }
         let Ok(e) = crate::infer::estimate_inference(spec, &s, &overheads) else {
             continue;
         };
