@@ -27,6 +27,9 @@
 # bf16 with and without LoRA, and one case that must not fit (exit code 3, outcome does-not-fit), to
 # check the OOM path; then every line of scripts/measure-cases.txt (the CPU matrix, here on CUDA).
 #
+# Where the python has vLLM, also the vLLM start-up cases (scripts/vllm-startup.py; logs and the
+# matching `vram estimate --vllm-version <installed>` in OUT_DIR/vllm/).
+#
 # From this project's sessions (no GPU here): the device tool copies the working tree; carry the
 # binary, e.g. run(command="bash scripts/cuda-measure.sh", carry=["target/debug/vram"]), then copy the
 # files it returns from $OUT/cuda into docs/measurements/cuda/.
@@ -138,6 +141,37 @@ if [ "$ngpu" -ge 2 ]; then
   done
 else
   echo "cuda-measure: $ngpu GPU(s): the per-rank FSDP2 cases need 2 or more, skipped" >&2
+fi
+# vLLM start-up logs (issue 13), where the python has vLLM: each case started with dummy weights, its
+# log kept, and the estimate of the same start-up for the installed release written beside it
+# (vllm-<id>.log, vllm-<id>.estimate.json). Compare "GPU KV cache size" / "Available KV cache memory"
+# with infer.serving.kv_tokens / kv_pool_bytes (docs/formulas/vllm-versions.md).
+if "$VRAM_PYTHON" -c 'import vllm' 2>/dev/null; then
+  vver=$("$VRAM_PYTHON" -c 'import vllm; print(vllm.__version__)')
+  mkdir -p "$OUT_DIR/vllm"
+  while IFS='|' read -r id config flags; do
+    id="$(trim "$id")"; config="$(trim "$config")"
+    [ -z "$id" ] && continue
+    matches "vllm-$id" || continue
+    echo "== vllm-$id (vLLM $vver)" >&2
+    # shellcheck disable=SC2086
+    timeout "$CASE_TIMEOUT_S" "$VRAM_PYTHON" scripts/vllm-startup.py "$CONFIGS/$config" "$OUT_DIR/vllm/$id.log" $flags \
+      || echo "   vLLM did not start: $(tail -1 "$OUT_DIR/vllm/$id.log" 2>/dev/null)" >&2
+    gpu_bytes=$("$VRAM_PYTHON" -c 'import torch; print(torch.cuda.mem_get_info()[1])')
+    gpu_name=$("$VRAM_PYTHON" -c 'import torch; print(torch.cuda.get_device_name(0))')
+    # shellcheck disable=SC2086
+    "$VRAM" estimate "$CONFIGS/$config" --infer --engine vllm --usage offline --vllm-version "$vver" \
+      --gpu "$gpu_name" --gpu-mem-gib "$(python3 -c "print($gpu_bytes / 2**30)")" $flags --json \
+      > "$OUT_DIR/vllm/$id.estimate.json" 2> "$OUT_DIR/vllm/$id.estimate.err" || true
+  done <<CASES
+llama-3.2-1b-4k      | $L1B | --max-model-len 4096
+llama-3.2-1b-4k-eager | $L1B | --max-model-len 4096 --enforce-eager
+qwen2.5-7b-8k        | $Q7B | --max-model-len 8192
+qwen2.5-7b-8k-u0.8   | $Q7B | --max-model-len 8192 --gpu-util 0.8
+qwen2.5-7b-8k-s256   | $Q7B | --max-model-len 8192 --max-num-seqs 256 --max-num-batched-tokens 4096
+CASES
+else
+  echo "cuda-measure: no vllm in $VRAM_PYTHON: the vLLM start-up cases are skipped" >&2
 fi
 end_all=$(date +%s)
 

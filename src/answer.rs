@@ -227,10 +227,16 @@ pub fn answer(page: &PageScenario, r: &ModeResult) -> Answer {
     let vllm = r.budgeted == Budgeted::Infer && page.infer.engine == Engine::Vllm;
     // A device map's verdict is its largest GPU: the legend shows what fills that one (the
     // breakdown rows are the whole model's).
-    let segments = match r.devices.iter().max_by_key(|d| d.device_bytes) {
+    let mut segments = match r.devices.iter().max_by_key(|d| d.device_bytes) {
         Some(d) => device_bar(d).segments,
         None => peak_segments(r),
     };
+    if vllm {
+        // vLLM's part beyond its tensors is its non-torch memory and CUDA graphs
+        for seg in segments.iter_mut().filter(|s| s.key == "overhead") {
+            seg.key = "vllm_overhead".into();
+        }
+    }
     let serve = (r.budgeted == Budgeted::Infer).then(|| match (&r.serving, vllm) {
         (Some(s), true) => Some(ServeAnswer {
             sequences: s.concurrency_at_context.max(0.0).floor() as u64,

@@ -71,8 +71,8 @@ fn current_answer(state: AppState, res: Results) -> Option<Answer> {
 
 fn which_total(lang: Lang, a: &Answer) -> String {
     match (a.total_kind, lang) {
-        (TotalKind::Vllm, Lang::En) => "Compared with the GPU: what vLLM takes on each GPU — gpu_memory_utilization of it (weights, the profiled activations and the KV pool that fills the rest) plus its non-torch memory.".into(),
-        (TotalKind::Vllm, Lang::Zh) => "与 GPU 比较的是 vLLM 在每张卡上占用的显存：gpu_memory_utilization 那一份（权重、profile 得到的激活，其余全部作为 KV 池）加上非 torch 显存。".into(),
+        (TotalKind::Vllm, Lang::En) => "Compared with the GPU: what vLLM takes on each GPU — its budget (gpu_memory_utilization of the GPU; with 0.34's default, all of it but the CUDA context and a margin): weights, the profiled activations, non-torch memory and the KV pool that fills the rest; up to 0.20 its CUDA graphs come on top.".into(),
+        (TotalKind::Vllm, Lang::Zh) => "与 GPU 比较的是 vLLM 在每张卡上占用的显存：它的预算（GPU 的 gpu_memory_utilization；0.34 默认除 CUDA 上下文和一段余量外全部使用）——权重、profile 得到的激活、非 torch 显存，其余全部作为 KV 池；0.20 及以前 CUDA graph 另外占用。".into(),
         (TotalKind::Device, Lang::En) => {
             if a.peak_phase.is_empty() {
                 "Compared with the GPU: what nvidia-smi shows on the largest GPU — llama.cpp's buffers plus the CUDA context.".into()
@@ -102,6 +102,12 @@ fn segment_label(lang: Lang, key: &str) -> String {
             lang,
             "CUDA context, workspace, allocator cache",
             "CUDA 上下文、工作区、分配器缓存",
+        )
+        .into(),
+        "vllm_overhead" => pick(
+            lang,
+            "Non-torch memory (NCCL, kernels), CUDA graphs",
+            "非 torch 显存（NCCL、内核）、CUDA graph",
         )
         .into(),
         "kv_pool" => pick(lang, "KV pool", "KV 池").into(),

@@ -164,9 +164,10 @@ test('launch lines and a short share link that opens on the verdict', async ({ p
   await page.selectOption('[data-testid="f-kv_dtype"]', 'fp8');
   await waitFor(page, () => (document.querySelector('[data-testid="launch-line"]')?.textContent || '').includes('--kv-cache-dtype fp8'), null, 'the vllm serve line');
   const line = await page.textContent('[data-testid="launch-line"]');
-  for (const part of ['vllm serve Qwen/Qwen3-32B', '--tensor-parallel-size 2', '--max-model-len 8192', '--gpu-memory-utilization 0.9', '--kv-cache-dtype fp8']) {
+  for (const part of ['vllm serve Qwen/Qwen3-32B', '--tensor-parallel-size 2', '--max-model-len 8192', '--kv-cache-dtype fp8']) {
     assert(line.includes(part), `launch line has ${part}: ${line}`);
   }
+  assert(!line.includes('--gpu-memory-utilization'), `the current release's default utilization is left to vLLM: ${line}`);
   // the address bar's link is rewritten once the inputs rest for 250 ms (src/app.rs URL_DELAY)
   await page.waitForTimeout(700);
   const url = page.url();
@@ -208,4 +209,29 @@ test('serve: Qwen3-32B with transformers on 2 × A100 40GB spreads the layers as
   assertEq(bars[0][1], `GPU 0 · layers 0–${two.infer.devices[0].layers - 1} + embedding`, 'GPU 0 label');
   assertEq(bars[1][1], `GPU 1 · layers ${last.first_layer}–${last.first_layer + last.layers - 1} + head`, 'GPU 1 label');
   assert((await page.textContent('[data-testid="launch-line"]')).includes('device_map="auto"'), 'the launch line loads with device_map="auto"');
+});
+
+test('serve: choosing the vLLM release, utilization and --enforce-eager gives the capacity of vram estimate --vllm-version and a matching launch line', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+  const base = ['--infer', '--engine', 'vllm', '--max-model-len', '4096', '--gpu', 'h100-80'];
+  const seqs = (c) => String(Math.floor(c.infer.serving.concurrency_at_context));
+  const current = cliEstimate('meta-llama__Llama-3.1-8B', base);
+  await waitVerdictTotal(page, current.infer.device_bytes);
+  assertEq(current.infer.serving.inputs.vllm_version, '0.34.0', 'the current release by default');
+  await page.click('[data-testid="advanced"] summary');
+  await page.selectOption('[data-testid="f-vllm_version"]', '0.19');
+  const v019 = cliEstimate('meta-llama__Llama-3.1-8B', [...base, '--vllm-version', '0.19']);
+  await waitVerdictTotal(page, v019.infer.device_bytes);
+  await waitFor(page, (n) => document.querySelector('[data-testid="serve-concurrency"]')?.dataset.sequences === n, seqs(v019), '0.19 concurrency');
+  assert(seqs(v019) !== seqs(current), `the release changes the capacity: ${seqs(current)} vs ${seqs(v019)}`);
+  await page.selectOption('[data-testid="f-gpu_util"]', '0.9');
+  await page.selectOption('[data-testid="f-cuda_graphs"]', 'eager');
+  const eager = cliEstimate('meta-llama__Llama-3.1-8B', [...base, '--vllm-version', '0.19', '--gpu-util', '0.9', '--enforce-eager']);
+  await waitVerdictTotal(page, eager.infer.device_bytes);
+  assert(eager.infer.serving.cuda_graph_bytes === 0 && v019.infer.serving.cuda_graph_bytes > 0, 'no CUDA graphs with --enforce-eager');
+  const line = await page.textContent('[data-testid="launch-line"]');
+  for (const part of ['--gpu-memory-utilization 0.9', '--enforce-eager']) {
+    assert(line.includes(part), `launch line has ${part}: ${line}`);
+  }
 });

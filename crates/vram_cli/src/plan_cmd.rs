@@ -49,6 +49,18 @@ pub struct PlanArgs {
     pub json: bool,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+    /// Serving: the vLLM release to plan for (default: the current release).
+    #[arg(long)]
+    pub vllm_version: Option<String>,
+    /// Serving: `serve` (vllm serve) or `offline` (LLM(...)).
+    #[arg(long, value_enum)]
+    pub usage: Option<crate::serving_args::UsageArg>,
+    /// Serving: vLLM --enforce-eager (no CUDA graphs).
+    #[arg(long)]
+    pub enforce_eager: bool,
+    /// Serving: vLLM --gpu-memory-utilization (default: the release's, at most 0.95).
+    #[arg(long)]
+    pub gpu_util: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -90,6 +102,14 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
         );
     }
     base.gpus = 1;
+    crate::serving_args::ServingArgs {
+        vllm_version: a.vllm_version.clone(),
+        usage: a.usage,
+        enforce_eager: a.enforce_eager,
+        gpu_util: a.gpu_util,
+        ..Default::default()
+    }
+    .apply(&mut base)?;
     let task = match a.task {
         TaskArg::Train => PlanTask::Train,
         TaskArg::Finetune => PlanTask::Finetune,

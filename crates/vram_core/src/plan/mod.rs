@@ -567,6 +567,9 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
         s.serving.tensor_parallel_size = tp;
         s.serving.pipeline_parallel_size = pp;
         s.serving.gpu_memory_bytes = usable;
+        if s.serving.gpu_name.is_empty() {
+            s.serving.gpu_name = req.gpu.name.to_string();
+        }
         if s.serving.gpu_memory_utilization == 0.0 {
             // the release's default, capped to leave the planner's headroom (0.34's default of
             // 1.0 keeps only the CUDA context and a 1 GiB margin free)
@@ -583,9 +586,9 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
         let v = &e.serving;
         considered += 1;
         let want = req.base.batch.max(1) as f64;
-        let ok = v.fits
-            && v.concurrency_at_context >= want
-            && s.serving.gpu_memory_utilization <= 1.0 - HEADROOM_PERCENT as f64 / 100.0;
+        // what vLLM holds on each GPU: its budget, plus CUDA graphs where they come on top (≤ 0.20)
+        let device = e.device_bytes;
+        let ok = v.fits && v.concurrency_at_context >= want && fits(device, usable);
         let rank = RankEstimate {
             stage: 0,
             last_stage: 0,
@@ -600,8 +603,8 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
             peak_allocated_bytes: v.requested_bytes,
             peak_reserved_bytes: v.requested_bytes,
             // vLLM claims `utilization × total` for everything it runs (its non-torch term holds
-            // the CUDA context and NCCL).
-            device_bytes: v.requested_bytes,
+            // NCCL), and up to 0.20 its CUDA graphs come on top.
+            device_bytes: device,
             peak_phase: "serve".into(),
             ..RankEstimate::default()
         };
@@ -628,7 +631,7 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                 max_rank_device_bytes: rank.device_bytes,
                 usable_bytes: usable,
                 fits: true,
-                headroom: 1.0 - s.serving.gpu_memory_utilization,
+                headroom: 1.0 - device as f64 / usable.max(1) as f64,
                 cost: PlanCost {
                     gpus,
                     tp_across_nodes: tp > per_node,
@@ -663,10 +666,20 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                     )
                 } else {
                     format!(
-                        "weights {} + activations {} + non-torch {} leave no KV cache in {} × {} (short by {})",
+                        "weights {} + activations {} + non-torch {}{} leave no KV cache in {} × {} (short by {})",
                         gib(v.weights_per_gpu_bytes),
                         gib(v.activation_peak_bytes),
                         gib(v.non_torch_bytes),
+                        if matches!(
+                            v.budget,
+                            crate::infer::vllm_version::Budget::V1Graphs
+                                | crate::infer::vllm_version::Budget::Extensible
+                        ) && v.cuda_graph_bytes > 0
+                        {
+                            format!(" + CUDA graphs {}", gib(v.cuda_graph_bytes))
+                        } else {
+                            String::new()
+                        },
                         gib(usable),
                         s.serving.gpu_memory_utilization,
                         gib(v.shortfall_bytes)
