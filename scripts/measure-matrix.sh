@@ -15,7 +15,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 CONFIGS="${VRAM_CONFIGS:-$ROOT/../shared/configs}"
 OUT_DIR="${OUT_DIR:-$ROOT/docs/measurements}"
-CASES="$ROOT/scripts/measure-cases.txt"
+CASES="${CASES:-$ROOT/scripts/measure-cases.txt}"
 mkdir -p "$OUT_DIR"
 
 if [ -z "${VRAM:-}" ]; then

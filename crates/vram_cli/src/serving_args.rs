@@ -25,6 +25,13 @@ pub struct ServingArgs {
     /// vLLM --max-num-batched-tokens (chunked-prefill budget).
     #[arg(long)]
     pub max_num_batched_tokens: Option<u64>,
+    /// vLLM --data-parallel-size: engine replicas, each with the dense weights and its own KV cache;
+    /// an MoE model's experts are split over TP × DP GPUs.
+    #[arg(long)]
+    pub data_parallel_size: Option<u64>,
+    /// vLLM --enable-expert-parallel: whole experts per GPU.
+    #[arg(long)]
+    pub enable_expert_parallel: bool,
     /// vLLM --block-size (default: 16, 64 for MLA models, or what the version picks).
     #[arg(long)]
     pub block_size: Option<u64>,
@@ -93,6 +100,10 @@ impl ServingArgs {
         if let Some(m) = self.max_num_batched_tokens {
             s.serving.max_num_batched_tokens = m;
         }
+        if let Some(d) = self.data_parallel_size {
+            s.serving.data_parallel_size = d;
+        }
+        s.serving.enable_expert_parallel |= self.enable_expert_parallel;
         if let Some(b) = self.block_size {
             s.serving.block_size = b;
         }

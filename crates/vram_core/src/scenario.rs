@@ -300,9 +300,17 @@ pub struct ServingInputs {
     pub gpu_memory_utilization: f64,
     /// `--tensor-parallel-size`.
     pub tensor_parallel_size: u64,
-    /// `--pipeline-parallel-size` (GPUs = TP × PP).
+    /// `--pipeline-parallel-size` (GPUs = TP × PP × DP).
     #[serde(default = "one_u64", skip_serializing_if = "is_one_u64")]
     pub pipeline_parallel_size: u64,
+    /// `--data-parallel-size`: engine replicas, each with its own copy of the dense weights and its
+    /// own KV cache; an MoE model's experts are split over `TP × DP` GPUs.
+    #[serde(default = "one_u64", skip_serializing_if = "is_one_u64")]
+    pub data_parallel_size: u64,
+    /// `--enable-expert-parallel`: whole experts per GPU (`ceil(E / (TP × DP))` on the fullest)
+    /// instead of every expert split over `TP × DP`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub enable_expert_parallel: bool,
     /// `--max-model-len` (0: the config's `max_position_embeddings`).
     pub max_model_len: u64,
     /// `--max-num-seqs` (0: the version's default for the usage and GPU, e.g. 1024 for `vllm
@@ -365,6 +373,8 @@ impl Default for ServingInputs {
             gpu_memory_utilization: 0.0,
             tensor_parallel_size: 1,
             pipeline_parallel_size: 1,
+            data_parallel_size: 1,
+            enable_expert_parallel: false,
             max_model_len: 0,
             max_num_seqs: 0,
             max_num_batched_tokens: 0,

@@ -213,3 +213,39 @@ fn llama31_8b_pipeline_parallel_weights_per_gpu_match_vllm_logs() {
         vec![7, 8, 8, 7]
     );
 }
+
+/// Data and expert parallelism of an MoE model (vLLM `FusedMoE`): each data-parallel engine holds
+/// the dense weights whole (at TP 1) and its own KV cache, while the 128 routed experts of
+/// Qwen3-30B-A3B are split over TP × DP GPUs; with expert parallelism whole experts,
+/// `ceil(128 / 3) = 43` on the fullest of three GPUs.
+#[test]
+fn moe_experts_split_over_data_parallel_ranks_and_whole_with_expert_parallel() {
+    let s = spec("Qwen__Qwen3-30B-A3B");
+    let experts: u64 = s
+        .tensors
+        .iter()
+        .filter(|t| t.component == vram_core::spec::Component::Experts)
+        .map(|t| t.numel() * t.count() * 2)
+        .sum();
+    let weights = |dp: u64, ep: bool| {
+        let mut sc = vllm(0.9);
+        sc.serving.data_parallel_size = dp;
+        sc.serving.enable_expert_parallel = ep;
+        estimate_inference(&s, &sc, &DeviceOverheads::default())
+            .unwrap()
+            .serving
+    };
+    let one = weights(1, false);
+    let dense = one.weights_per_gpu_bytes - experts;
+    assert_eq!(weights(2, false).weights_per_gpu_bytes, dense + experts / 2);
+    assert_eq!(
+        weights(3, true).weights_per_gpu_bytes,
+        dense + experts * 43 / 128
+    );
+    // each engine sizes its own cache: more room per GPU, the same bytes per token
+    let two = weights(2, false);
+    assert!(two.kv_pool_bytes > one.kv_pool_bytes);
+    assert_eq!(two.bytes_per_block, one.bytes_per_block);
+    // the experts see both ranks' tokens: a larger fused-MoE workspace
+    assert!(two.moe_workspace_bytes > one.moe_workspace_bytes);
+}

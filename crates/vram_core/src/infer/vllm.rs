@@ -186,6 +186,7 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
     for (field, v, zero_ok) in [
         ("tensor_parallel_size", s.tensor_parallel_size, false),
         ("pipeline_parallel_size", s.pipeline_parallel_size, false),
+        ("data_parallel_size", s.data_parallel_size, false),
         ("max_num_seqs", s.max_num_seqs, true),
         ("max_num_batched_tokens", s.max_num_batched_tokens, true),
         ("max_model_len", s.max_model_len, true),
@@ -204,14 +205,16 @@ pub fn validate(s: &ServingInputs) -> Result<(), ScenarioError> {
 }
 
 /// Weights on one GPU: sharded tensors / TP, norms replicated, K/V projections replicated where
-/// TP exceeds the KV heads ([`kv_replica_bytes`]), plus the rotary cos/sin cache. Returns (bytes,
-/// of which the rotary cache, of which the K/V replicas).
+/// TP exceeds the KV heads ([`kv_replica_bytes`]), plus the rotary cos/sin cache; an MoE model's
+/// routed experts split over `TP × DP` GPUs ([`expert_share_bytes`]). Returns (bytes, of which the
+/// rotary cache, of which the K/V replicas).
 fn weights_per_gpu(
     spec: &ModelSpec,
     total: &WeightsBreakdown,
-    tp: u64,
+    s: &ServingInputs,
     dtype: Dtype,
 ) -> (u64, u64, u64) {
+    let tp = s.tensor_parallel_size.max(1);
     let replicated_params: u64 = spec
         .tensors
         .iter()
@@ -219,14 +222,58 @@ fn weights_per_gpu(
         .map(|t| t.numel() * t.count())
         .sum();
     let replicated = replicated_params.saturating_mul(dtype.bytes());
-    let sharded = total.total_bytes.saturating_sub(replicated);
+    let experts = experts_bytes(spec, total, dtype);
+    let sharded = total
+        .total_bytes
+        .saturating_sub(replicated)
+        .saturating_sub(experts);
     let rope = rotary_cache_bytes(spec, dtype);
     let kv_replicas = kv_replica_bytes(spec, total, tp, dtype);
     (
-        sharded / tp + replicated + rope + kv_replicas,
+        sharded / tp + replicated + rope + kv_replicas + expert_share_bytes(spec, experts, s),
         rope,
         kv_replicas,
     )
+}
+
+/// The routed experts' bytes in the weights' format (quantized: their average bytes per parameter,
+/// scales included).
+fn experts_bytes(spec: &ModelSpec, total: &WeightsBreakdown, dtype: Dtype) -> u64 {
+    let params: u64 = spec
+        .tensors
+        .iter()
+        .filter(|t| t.component == Component::Experts)
+        .map(|t| t.numel().saturating_mul(t.count()))
+        .fold(0, u64::saturating_add);
+    params
+        .saturating_mul(total.quantized_bytes)
+        .checked_div(total.quantized_params)
+        .unwrap_or_else(|| params.saturating_mul(dtype.bytes()))
+}
+
+/// One GPU's share of the routed experts (`fused_moe/layer.py FusedMoE.__init__`): with data
+/// parallelism the experts are split over `TP × DP` GPUs (`flatten_tp_across_dp`) — each expert
+/// sharded, or with `--enable-expert-parallel` whole experts, `ceil(E / (TP × DP))` on the fullest
+/// GPU (0.11+: the first `E mod (TP × DP)` ranks hold one more).
+pub fn expert_share_bytes(spec: &ModelSpec, experts: u64, s: &ServingInputs) -> u64 {
+    let ways = s
+        .tensor_parallel_size
+        .max(1)
+        .saturating_mul(s.data_parallel_size.max(1));
+    let e = spec
+        .layers
+        .iter()
+        .filter_map(|l| match l.ffn {
+            Some(FfnSpec::Moe { num_experts, .. }) => Some(num_experts),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    if s.enable_expert_parallel && e > 0 {
+        experts.saturating_mul(e.div_ceil(ways)) / e
+    } else {
+        experts / ways
+    }
 }
 
 /// What replicating K/V heads adds to one GPU's weights. vLLM's `QKVParallelLinear` gives each
@@ -352,29 +399,43 @@ impl ActivationPeak {
         let p = forward_peak(spec, &shape);
         // Tensor parallelism splits the MLP/attention intermediates; the residual stream is
         // replicated.
-        let layer = p.layer_bytes / tp;
-        let moe_workspace = spec
-            .layers
-            .iter()
-            .filter_map(|l| match l.ffn {
-                Some(FfnSpec::Moe {
-                    experts_per_token,
-                    expert_intermediate_size,
-                    ..
-                }) => Some(fused_moe_workspace_bytes(
-                    tokens,
-                    experts_per_token,
-                    expert_intermediate_size,
-                    spec.hidden_size,
-                    dtype.bytes(),
-                    profile.fused_moe_chunk_tokens,
-                    profile.fused_moe_separate_caches,
-                )),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0)
-            / tp;
+        let mut layer = p.layer_bytes / tp;
+        // The fused-MoE workspace per GPU: at TP alone each expert is split over the TP group;
+        // with data parallelism the experts see the tokens of every DP rank (gathered before the
+        // experts, the default all2all) and are split over TP × DP GPUs, or held whole with expert
+        // parallelism.
+        let dp = s.data_parallel_size.max(1);
+        let workspace = |tokens: u64, split: u64| {
+            spec.layers
+                .iter()
+                .filter_map(|l| match l.ffn {
+                    Some(FfnSpec::Moe {
+                        experts_per_token,
+                        expert_intermediate_size,
+                        ..
+                    }) => Some(fused_moe_workspace_bytes(
+                        tokens,
+                        experts_per_token,
+                        expert_intermediate_size / split.max(1),
+                        spec.hidden_size,
+                        dtype.bytes(),
+                        profile.fused_moe_chunk_tokens,
+                        profile.fused_moe_separate_caches,
+                    )),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let at_tp = workspace(tokens, 1) / tp;
+        let moe_workspace = if dp > 1 || s.enable_expert_parallel {
+            let split = if s.enable_expert_parallel { 1 } else { tp * dp };
+            let w = workspace(tokens.saturating_mul(dp), split);
+            layer = layer.saturating_add(w.saturating_sub(at_tp));
+            w
+        } else {
+            at_tp
+        };
         let hidden = tokens
             .saturating_mul(spec.hidden_size)
             .saturating_mul(dtype.bytes());
@@ -520,12 +581,13 @@ pub(crate) fn serving(
     };
     let total = s.gpu_memory_bytes;
     let requested = (total as f64 * s.gpu_memory_utilization).floor() as u64;
-    let (mut weights_gpu, rope, mut kv_replicas) = weights_per_gpu(spec, w, tp, dtype);
+    let (mut weights_gpu, rope, mut kv_replicas) = weights_per_gpu(spec, w, s, dtype);
     let mut act = act_peak.total;
     let non_torch = s.non_torch_bytes.unwrap_or_else(|| {
+        // data-parallel ranks of an MoE model gather tokens over NCCL too: the group is TP × DP
         non_torch_bytes(
             profile,
-            tp,
+            tp.saturating_mul(s.data_parallel_size.max(1)),
             super::vllm_version::interconnect(s),
             context_bytes,
         )

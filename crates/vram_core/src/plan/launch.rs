@@ -262,6 +262,15 @@ pub fn vllm_serve(s: &Scenario, model_id: &str) -> LaunchText {
             s.serving.pipeline_parallel_size
         ));
     }
+    if s.serving.data_parallel_size > 1 {
+        line.push_str(&format!(
+            " --data-parallel-size {}",
+            s.serving.data_parallel_size
+        ));
+    }
+    if s.serving.enable_expert_parallel {
+        line.push_str(" --enable-expert-parallel");
+    }
     if s.serving.max_model_len > 0 {
         line.push_str(&format!(" --max-model-len {}", s.serving.max_model_len));
     }
