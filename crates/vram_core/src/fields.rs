@@ -108,6 +108,10 @@ impl<'a> Fields<'a> {
     }
 
     /// The first present key among `keys` (aliases such as `n_embd`/`d_model`/`hidden_size`).
+    ///
+    /// The resolvers list transformers' standard name before a model's own (`num_hidden_layers`
+    /// before gpt2's `n_layer`): transformers' `attribute_map` makes the standard name an alias that,
+    /// given beside the model's own key (as `vram measure --set num_hidden_layers=2` does), wins.
     pub fn positive_any(&self, keys: &[&str]) -> Result<Option<u64>, ConfigError> {
         for key in keys {
             if self.has(key) {

@@ -61,3 +61,17 @@ fn every_shared_config_is_bundled_and_every_other_preset_has_a_transformers_fixt
         );
     }
 }
+
+/// transformers' `attribute_map`: a standard name given beside a model's own key (what `vram
+/// measure --set num_hidden_layers=2` writes into a gpt2 or gpt_bigcode config) is the one the model
+/// is built with.
+#[test]
+fn a_standard_layer_key_beside_a_models_own_key_wins_as_in_transformers() {
+    for id in ["openai-community__gpt2", "bigcode__gpt_bigcode-santacoder"] {
+        let mut v: serde_json::Value =
+            serde_json::from_str(vram_core::presets::find(id).unwrap().json).unwrap();
+        v["num_hidden_layers"] = 2.into();
+        let spec = vram_core::resolve_value(&v, None).unwrap();
+        assert_eq!(spec.layers.len(), 2, "{id}");
+    }
+}

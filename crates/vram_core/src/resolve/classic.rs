@@ -113,13 +113,13 @@ pub(crate) fn gpt2(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     super::decoder::refuse_keys_outside(f, "gpt2", &[])?;
     let d = dims(
         f,
-        &["n_embd", "hidden_size"],
-        &["n_layer", "num_hidden_layers"],
-        &["n_head", "num_attention_heads"],
+        &["hidden_size", "n_embd"],
+        &["num_hidden_layers", "n_layer"],
+        &["num_attention_heads", "n_head"],
     )?;
     let inner = f.positive("n_inner")?.unwrap_or(d.hidden.saturating_mul(4));
     let positions = f
-        .positive_any(&["n_positions", "max_position_embeddings"])?
+        .positive_any(&["max_position_embeddings", "n_positions"])?
         .unwrap_or(1024);
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
     let mut b = Builder::default();
@@ -328,8 +328,8 @@ pub(crate) fn bloom(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let d = dims(
         f,
         &["hidden_size", "n_embed"],
-        &["n_layer", "num_hidden_layers"],
-        &["n_head", "num_attention_heads"],
+        &["num_hidden_layers", "n_layer"],
+        &["num_attention_heads", "n_head"],
     )?;
     let inner = d.hidden.saturating_mul(4);
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);

@@ -364,16 +364,16 @@ pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     super::decoder::refuse_keys_outside(f, "gpt_bigcode", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
-        &["n_embd", "hidden_size"],
-        &["n_layer", "num_hidden_layers"],
-        &["n_head", "num_attention_heads"],
+        &["hidden_size", "n_embd"],
+        &["num_hidden_layers", "n_layer"],
+        &["num_attention_heads", "n_head"],
     )?;
     let multi_query = f.bool("multi_query")?.unwrap_or(true);
     let s = Sizes {
         kv_heads: if multi_query { 1 } else { heads },
         inner: f.positive("n_inner")?.unwrap_or(hidden.saturating_mul(4)),
         max_pos: f
-            .positive_any(&["n_positions", "max_position_embeddings"])?
+            .positive_any(&["max_position_embeddings", "n_positions"])?
             .unwrap_or(1024),
         qkv_bias: true,
         o_bias: true,
@@ -407,14 +407,14 @@ pub(crate) fn gptj_like(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Co
     super::decoder::refuse_keys_outside(f, model_type, &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
-        &["n_embd", "hidden_size"],
-        &["n_layer", "num_hidden_layers"],
-        &["n_head", "num_attention_heads"],
+        &["hidden_size", "n_embd"],
+        &["num_hidden_layers", "n_layer"],
+        &["num_attention_heads", "n_head"],
     )?;
     let s = Sizes {
         inner: f.positive("n_inner")?.unwrap_or(hidden.saturating_mul(4)),
         max_pos: f
-            .positive_any(&["n_positions", "max_position_embeddings"])?
+            .positive_any(&["max_position_embeddings", "n_positions"])?
             .unwrap_or(2048),
         mlp_bias: true,
         norm: NormKind::LayerNorm,
@@ -447,14 +447,14 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     super::decoder::refuse_keys_outside(f, "openai-gpt", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
-        &["n_embd", "hidden_size"],
-        &["n_layer", "num_hidden_layers"],
-        &["n_head", "num_attention_heads"],
+        &["hidden_size", "n_embd"],
+        &["num_hidden_layers", "n_layer"],
+        &["num_attention_heads", "n_head"],
     )?;
     let s = Sizes {
         inner: hidden.saturating_mul(4),
         max_pos: f
-            .positive_any(&["n_positions", "max_position_embeddings"])?
+            .positive_any(&["max_position_embeddings", "n_positions"])?
             .unwrap_or(512),
         qkv_bias: true,
         o_bias: true,
@@ -492,8 +492,8 @@ pub(crate) fn mpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["d_model", "hidden_size"],
-        &["n_layers", "num_hidden_layers"],
-        &["n_heads", "num_attention_heads"],
+        &["num_hidden_layers", "n_layers"],
+        &["num_attention_heads", "n_heads"],
     )?;
     // MptMLP hard-codes 4 × hidden_size (modeling_mpt.py), whatever expansion_ratio says.
     if let Some(r) = f.f64("expansion_ratio")? {
@@ -696,8 +696,8 @@ pub(crate) fn dbrx(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
         &["d_model", "hidden_size"],
-        &["n_layers", "num_hidden_layers"],
-        &["n_heads", "num_attention_heads"],
+        &["num_hidden_layers", "n_layers"],
+        &["num_attention_heads", "n_heads"],
     )?;
     let attn = f.object("attn_config")?;
     let ffn = f.object("ffn_config")?;
@@ -991,9 +991,9 @@ pub(crate) fn phi_msft(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     super::decoder::refuse_keys_outside(f, "phi-msft", &[])?;
     let (hidden, layers, heads, vocab, head_dim) = core_sizes(
         f,
-        &["n_embd", "hidden_size"],
-        &["n_layer", "num_hidden_layers"],
-        &["n_head", "num_attention_heads"],
+        &["hidden_size", "n_embd"],
+        &["num_hidden_layers", "n_layer"],
+        &["num_attention_heads", "n_head"],
     )?;
     let kv = f.positive("n_head_kv")?.unwrap_or(heads);
     if !heads.is_multiple_of(kv) {
