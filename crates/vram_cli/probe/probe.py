@@ -409,12 +409,18 @@ def load_config(transformers, path, notes):
     return config, model_type
 
 
-def auto_class(transformers, config):
-    """CausalLM where the architecture has one; seq2seq (t5) and masked LM (bert) otherwise."""
+def auto_class(transformers, config, train=False):
+    """CausalLM where the architecture has one; seq2seq (t5) and masked LM (bert) otherwise; an
+    encoder (bert) is trained as a masked LM."""
     from transformers.models.auto import modeling_auto as ma
     ctype = type(config)
     if getattr(config, "is_encoder_decoder", False) and ctype in ma.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING:
         return transformers.AutoModelForSeq2SeqLM, "seq2seq-lm"
+    # an encoder (bert) is trained as a masked LM: its causal-LM class (BertLMHeadModel) is a
+    # decoder variant meant for is_decoder=True, kept for inference (the only head that generates)
+    if (train and ctype in ma.MODEL_FOR_MASKED_LM_MAPPING
+            and not getattr(config, "is_decoder", False) and config.model_type == "bert"):
+        return transformers.AutoModelForMaskedLM, "masked-lm"
     if ctype in ma.MODEL_FOR_CAUSAL_LM_MAPPING:
         return transformers.AutoModelForCausalLM, "causal-lm"
     if ctype in ma.MODEL_FOR_MASKED_LM_MAPPING:
@@ -429,7 +435,7 @@ def build_model(torch, transformers, config, scenario, device, notes):
     attn = scenario.get("attention", "sdpa")
     if attn not in ATTN:
         raise ProbeFailure("unsupported_scenario", "attention: expected eager, sdpa or flash, found %r" % attn)
-    cls, head = auto_class(transformers, config)
+    cls, head = auto_class(transformers, config, train=scenario.get("mode") == "train")
     kwargs = {"dtype": param_dtype, "attn_implementation": ATTN[attn]}
     try:
         with torch.device(device):

@@ -249,3 +249,25 @@ fn moe_experts_split_over_data_parallel_ranks_and_whole_with_expert_parallel() {
     // the experts see both ranks' tokens: a larger fused-MoE workspace
     assert!(two.moe_workspace_bytes > one.moe_workspace_bytes);
 }
+
+/// gpt-oss's MXFP4 experts as vLLM's MoE kernels lay them out: Marlin below Hopper pads each
+/// expert's intermediate size to 128 and the hidden size to 256 — 2944 × 3072 instead of 2880 ×
+/// 2880 — adding (14,413,824 − 13,219,200) B × 32 experts × 24 layers = 917,471,232 B on an A100
+/// (logged 13.72 GiB, vLLM 0.19.0: measured.md; 13.69 estimated); Triton on Hopper pads nothing.
+#[test]
+fn mxfp4_experts_are_padded_for_marlin_below_hopper() {
+    let s = spec("openai__gpt-oss-20b");
+    let at = |gpu: &str| {
+        let mut sc = vllm(0.65);
+        sc.serving.gpu_name = gpu.into();
+        estimate_inference(&s, &sc, &DeviceOverheads::default())
+            .unwrap()
+            .serving
+            .weights_per_gpu_bytes
+    };
+    assert_eq!(
+        at("NVIDIA A100 80 GB") - at("NVIDIA H100 80 GB"),
+        917_471_232
+    );
+    assert!(rel(at("NVIDIA A100 80 GB") as f64 / GIB, 13.72).abs() < 0.005);
+}

@@ -501,6 +501,7 @@ fn estimate_with(
         act_peak,
         profile,
         overheads.cuda_context_bytes,
+        *format == WeightFormat::Mxfp4,
     );
 
     let kv_steady = layout.bytes(b, s, encoder_tokens, Moment::Steady);

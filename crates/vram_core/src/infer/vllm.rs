@@ -236,6 +236,66 @@ fn weights_per_gpu(
     )
 }
 
+/// What vLLM's MXFP4 MoE kernels add to one GPU's expert weights by padding them
+/// (`quantization/mxfp4.py create_weights`, 0.10–0.13; `fused_moe/oracle/mxfp4.py
+/// mxfp4_round_up_hidden_size_and_intermediate_size`, 0.19+): each expert's intermediate size per
+/// GPU (`I / TP`) and hidden size are rounded up for the kernel the GPU gets — Marlin below Hopper
+/// (A100, L40S, consumer cards): `I` to 128, hidden to 256; Triton on Hopper: `I` to 64 (gpt-oss's
+/// 2880 needs none); FlashInfer TRTLLM on Blackwell: `I` to 256 (128 in 0.34), hidden to 256. The
+/// packed values (½ B) and e8m0 scales (1/32 B) of `w13` (`2I × H`) and `w2` (`H × I`) grow with
+/// them: gpt-oss-20b on an A100 `2944 × 3072` instead of `2880 × 2880`, 0.85 GiB more (logged 13.72
+/// GiB against 12.83 unpadded, vLLM 0.19.0).
+pub fn mxfp4_padding_bytes(spec: &ModelSpec, s: &ServingInputs, profile: &Profile) -> u64 {
+    let name = s.gpu_name.to_ascii_lowercase();
+    let hopper = ["h100", "h200", "h800", "h20", "gh200"]
+        .iter()
+        .any(|k| name.contains(k));
+    let blackwell = ["b100", "b200", "b300", "gb200", "gb300"]
+        .iter()
+        .any(|k| name.contains(k));
+    let (i_align, h_align) = if hopper || name.is_empty() {
+        (64, 1)
+    } else if blackwell {
+        (
+            if profile.version.minor >= 34 {
+                128
+            } else {
+                256
+            },
+            256,
+        )
+    } else {
+        (128, 256)
+    };
+    let tp = s.tensor_parallel_size.max(1);
+    // bytes of one expert's w13 and w2 at intermediate i (per GPU) and hidden h: values + scales
+    let expert = |i: u64, h: u64| {
+        let values = (2 * i).saturating_mul(h) / 2 + h.saturating_mul(i) / 2;
+        let scales = (2 * i).saturating_mul(h.div_ceil(32)) + h.saturating_mul(i.div_ceil(32));
+        values.saturating_add(scales)
+    };
+    let h = spec.hidden_size;
+    spec.layers
+        .iter()
+        .filter_map(|l| match l.ffn {
+            Some(FfnSpec::Moe {
+                num_experts,
+                expert_intermediate_size,
+                ..
+            }) => {
+                let i = expert_intermediate_size / tp;
+                let padded = expert(i.next_multiple_of(i_align), h.next_multiple_of(h_align));
+                Some(
+                    padded
+                        .saturating_sub(expert(i, h))
+                        .saturating_mul(num_experts),
+                )
+            }
+            _ => None,
+        })
+        .fold(0, u64::saturating_add)
+}
+
 /// The routed experts' bytes in the weights' format (quantized: their average bytes per parameter,
 /// scales included).
 fn experts_bytes(spec: &ModelSpec, total: &WeightsBreakdown, dtype: Dtype) -> u64 {
@@ -567,6 +627,7 @@ pub(crate) fn serving(
     act_peak: &ActivationPeak,
     profile: &Profile,
     context_bytes: u64,
+    mxfp4: bool,
 ) -> ServingEstimate {
     let tp = s.tensor_parallel_size.max(1);
     let block = match (s.block_size, kv.block_size) {
@@ -582,6 +643,12 @@ pub(crate) fn serving(
     let total = s.gpu_memory_bytes;
     let requested = (total as f64 * s.gpu_memory_utilization).floor() as u64;
     let (mut weights_gpu, rope, mut kv_replicas) = weights_per_gpu(spec, w, s, dtype);
+    let mxfp4_padding = if mxfp4 {
+        mxfp4_padding_bytes(spec, s, profile)
+    } else {
+        0
+    };
+    weights_gpu = weights_gpu.saturating_add(mxfp4_padding);
     let mut act = act_peak.total;
     let non_torch = s.non_torch_bytes.unwrap_or_else(|| {
         // data-parallel ranks of an MoE model gather tokens over NCCL too: the group is TP × DP
@@ -696,6 +763,13 @@ pub(crate) fn serving(
                     format!(
                         " + K/V heads replicated (TP {tp} > KV heads: one whole head per GPU) {} B",
                         group_thousands(kv_replicas)
+                    )
+                } else {
+                    String::new()
+                } + &if mxfp4_padding > 0 {
+                    format!(
+                        " + MXFP4 experts padded for the GPU's MoE kernel {} B",
+                        group_thousands(mxfp4_padding)
                     )
                 } else {
                     String::new()
