@@ -1,6 +1,7 @@
-#![allow(dead_code)] // shared by a test and two examples, each using part of it
+#![allow(dead_code)] // shared by tests/vllm_startup_logs.rs and the accuracy example of vram_cli
 //! The published vLLM start-up logs of `tests/data/vllm_startup_logs.json` and the estimate of
-//! each (shared by `tests/vllm_startup_logs.rs` and `examples/vllm_accuracy.rs`).
+//! each (shared by `tests/vllm_startup_logs.rs` and `crates/vram_cli/examples/accuracy`, which writes
+//! the table of docs/accuracy.md).
 
 use serde_json::Value;
 use vram_core::infer::{estimate_inference, ServingEstimate};
