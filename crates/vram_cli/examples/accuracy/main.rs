@@ -253,6 +253,11 @@ fn main() -> anyhow::Result<()> {
     writeln!(out, "## Summary\n").ok();
     writeln!(
         out,
+        "- Every supported model_type measured on the CPU in training and inference: docs/measurements/types/AGREEMENT.md (checked by crates/vram_cli/tests/model_type_matrix.rs)."
+    )
+    .ok();
+    writeln!(
+        out,
         "- Training measurements: {} compared; peak allocated median |error| {}, worst {} (target ≤ 3 % / ≤ 10 %).",
         errs.peak.len(),
         if errs.peak.is_empty() { "n/a".into() } else { format!("{med:.2} %") },

@@ -346,6 +346,18 @@ fn estimate_for(
         vram_core::train::Counting::Cuda
     };
     let spec = vram_core::parse_config(config_text, Some(name)).ok()?;
+    // the probe builds the unquantized model from transformers' classes (a config's
+    // quantization_config is ignored, and said so): the estimate compared is of those weights
+    let unquantized;
+    let scenario = if spec.quantization_config.is_some() && scenario.weights.is_none() {
+        unquantized = Scenario {
+            weights: Some(scenario.dtype.name().to_string()),
+            ..scenario.clone()
+        };
+        &unquantized
+    } else {
+        scenario
+    };
     let version = env!("CARGO_PKG_VERSION");
     let result = match scenario.mode {
         Mode::Train => vram_core::train::estimate_training_counting(
