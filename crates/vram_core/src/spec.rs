@@ -336,6 +336,10 @@ pub struct ModelSpec {
     pub max_position_embeddings: u64,
     /// Whether the output projection shares the input embedding matrix.
     pub tie_word_embeddings: bool,
+    /// `final_logit_softcapping` (Gemma-2): the logits go through `/ cap`, `tanh` and `× cap`, and
+    /// `tanh` saves its output for backward: one more logits-sized tensor alive in training.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_logit_softcapping: bool,
     /// Activation function name as in the config.
     pub hidden_act: String,
     /// Normalisation kind.

@@ -519,6 +519,11 @@ pub(crate) fn decoder(
         num_encoder_layers: 0,
         max_position_embeddings: max_pos,
         tie_word_embeddings: tie,
+        // Gemma-2 (`Gemma2ForCausalLM.forward`); gemma 3 configs set it to null
+        final_logit_softcapping: f
+            .value("final_logit_softcapping")
+            .and_then(serde_json::Value::as_f64)
+            .is_some_and(|c| c > 0.0),
         hidden_act,
         norm: fl.norm,
         attention_dropout,

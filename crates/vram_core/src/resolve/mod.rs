@@ -196,6 +196,7 @@ pub(crate) fn decoder_only_spec(
         num_encoder_layers: 0,
         max_position_embeddings: max_pos,
         tie_word_embeddings: tie,
+        final_logit_softcapping: false,
         hidden_act: act.into(),
         norm,
         attention_dropout,

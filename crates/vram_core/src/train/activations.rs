@@ -1321,7 +1321,17 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
             lora_r: None,
             quantized: false,
         };
-        let logits = w.linear(&mut sim, n, head, t);
+        let mut logits = w.linear(&mut sim, n, head, t);
+        if w.spec.final_logit_softcapping {
+            // Gemma-2: `logits / cap`, `tanh` (saves its output), `* cap`, each a new tensor
+            let divided = sim.alloc(t * vocab, w.c, true);
+            sim.drop(logits);
+            let tanh = sim.alloc(t * vocab, w.c, true);
+            sim.save(tanh);
+            sim.drop(divided);
+            logits = sim.alloc(t * vocab, w.c, true);
+            sim.drop(tanh);
+        }
         head_saved = sim.saved_bytes() - before_head;
         head_copies = w.autocast_saved_bytes - head_copies_before;
         let l32 = sim.cast(logits, 4);
