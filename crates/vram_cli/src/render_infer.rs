@@ -161,20 +161,10 @@ fn vllm(e: &InferEstimate) -> String {
         format_gib(v.kv_pool_bytes)
     ));
     if v.cuda_graph_bytes > 0 {
-        let counted = v
-            .terms
-            .iter()
-            .any(|t| t.key == "serving.cuda_graphs" && t.formula.contains("subtracted"))
-            || v.requested_bytes
-                .saturating_sub(v.weights_per_gpu_bytes)
-                .saturating_sub(v.activation_peak_bytes)
-                .saturating_sub(v.non_torch_bytes)
-                .saturating_sub(v.kv_pool_bytes)
-                >= v.cuda_graph_bytes;
         out.push_str(&format!(
             "  CUDA graphs {} ({})\n",
             format_gib(v.cuda_graph_bytes),
-            if counted {
+            if v.budget.counts_cuda_graphs() {
                 "inside the budget"
             } else {
                 "captured after the KV cache: on the GPU beyond gpu_memory_utilization"

@@ -422,8 +422,7 @@ impl InferPart {
                 KvLayout::new(spec, Engine::Transformers, kv_dtype, compute, 1, flash)
             }
         };
-        let serving = vllm_version::resolve(&scenario.serving, spec)?;
-        let profile = vllm_version::Profile::of(vllm_version::version_of(&serving)?);
+        let (serving, profile) = vllm_version::resolve(&scenario.serving, spec)?;
         let act_peak = vllm::ActivationPeak::of(spec, &serving, compute, tp, &profile);
         Ok(InferPart {
             format,

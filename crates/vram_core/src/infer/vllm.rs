@@ -135,30 +135,41 @@ pub fn cuda_graph_bytes(s: &ServingInputs, profile: &Profile) -> u64 {
     let m = profile.version.minor;
     let seqs = s.max_num_seqs.max(1);
     let cap = s.max_num_batched_tokens.max(1);
-    let sizes: Vec<u64> = match m {
-        0..=7 => [1, 2, 4]
-            .into_iter()
-            .chain((8..=seqs.next_multiple_of(8)).step_by(8))
-            .collect(),
-        8..=9 => [1, 2, 4].into_iter().chain((8..=512).step_by(8)).collect(),
-        10..=12 => [1, 2, 4]
-            .into_iter()
-            .chain((8..=(2 * seqs).min(512)).step_by(8))
-            .collect(),
-        _ => [1, 2, 4]
-            .into_iter()
-            .chain((8..256).step_by(8))
+    // (piecewise or whole-model graphs, full graphs) over the capture sizes of the release
+    let (mut captured, mut full) = (0u64, 0u64);
+    let mut count = |b: u64| {
+        if b <= cap {
+            captured += 1;
+            full += u64::from(m >= 11 && b <= seqs);
+        }
+    };
+    [1, 2, 4].into_iter().for_each(&mut count);
+    match m {
+        0..=7 => (8..=seqs.next_multiple_of(8))
+            .step_by(8)
+            .for_each(&mut count),
+        8..=9 => (8..=512).step_by(8).for_each(&mut count),
+        10..=12 => (8..=(2 * seqs).min(512)).step_by(8).for_each(&mut count),
+        _ => (8..256)
+            .step_by(8)
             .chain((256..=(2 * seqs).min(512)).step_by(16))
-            .collect(),
-    };
-    let captured = sizes.iter().filter(|&&b| b <= cap).count() as u64;
-    let full = if m >= 11 {
-        sizes.iter().filter(|&&b| b <= cap && b <= seqs).count() as u64
-    } else {
-        0
-    };
+            .for_each(&mut count),
+    }
     const MIB: u64 = 1 << 20;
     (35 * GIB / 100).saturating_add((captured + full).saturating_mul(4 * MIB))
+}
+
+/// `(routed experts, experts per token, expert intermediate size)` of each MoE layer.
+fn moe_ffns(spec: &ModelSpec) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+    spec.layers.iter().filter_map(|l| match l.ffn {
+        Some(FfnSpec::Moe {
+            num_experts,
+            experts_per_token,
+            expert_intermediate_size,
+            ..
+        }) => Some((num_experts, experts_per_token, expert_intermediate_size)),
+        _ => None,
+    })
 }
 
 /// Validates the serving inputs; messages name the field.
@@ -275,23 +286,13 @@ pub fn mxfp4_padding_bytes(spec: &ModelSpec, s: &ServingInputs, profile: &Profil
         values.saturating_add(scales)
     };
     let h = spec.hidden_size;
-    spec.layers
-        .iter()
-        .filter_map(|l| match l.ffn {
-            Some(FfnSpec::Moe {
-                num_experts,
-                expert_intermediate_size,
-                ..
-            }) => {
-                let i = expert_intermediate_size / tp;
-                let padded = expert(i.next_multiple_of(i_align), h.next_multiple_of(h_align));
-                Some(
-                    padded
-                        .saturating_sub(expert(i, h))
-                        .saturating_mul(num_experts),
-                )
-            }
-            _ => None,
+    moe_ffns(spec)
+        .map(|(num_experts, _, intermediate)| {
+            let i = intermediate / tp;
+            let padded = expert(i.next_multiple_of(i_align), h.next_multiple_of(h_align));
+            padded
+                .saturating_sub(expert(i, h))
+                .saturating_mul(num_experts)
         })
         .fold(0, u64::saturating_add)
 }
@@ -320,15 +321,7 @@ pub fn expert_share_bytes(spec: &ModelSpec, experts: u64, s: &ServingInputs) -> 
         .tensor_parallel_size
         .max(1)
         .saturating_mul(s.data_parallel_size.max(1));
-    let e = spec
-        .layers
-        .iter()
-        .filter_map(|l| match l.ffn {
-            Some(FfnSpec::Moe { num_experts, .. }) => Some(num_experts),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
+    let e = crate::layout::num_experts(spec);
     if s.enable_expert_parallel && e > 0 {
         experts.saturating_mul(e.div_ceil(ways)) / e
     } else {
@@ -466,23 +459,17 @@ impl ActivationPeak {
         // parallelism.
         let dp = s.data_parallel_size.max(1);
         let workspace = |tokens: u64, split: u64| {
-            spec.layers
-                .iter()
-                .filter_map(|l| match l.ffn {
-                    Some(FfnSpec::Moe {
-                        experts_per_token,
-                        expert_intermediate_size,
-                        ..
-                    }) => Some(fused_moe_workspace_bytes(
+            moe_ffns(spec)
+                .map(|(_, experts_per_token, intermediate)| {
+                    fused_moe_workspace_bytes(
                         tokens,
                         experts_per_token,
-                        expert_intermediate_size / split.max(1),
+                        intermediate / split.max(1),
                         spec.hidden_size,
                         dtype.bytes(),
                         profile.fused_moe_chunk_tokens,
                         profile.fused_moe_separate_caches,
-                    )),
-                    _ => None,
+                    )
                 })
                 .max()
                 .unwrap_or(0)
@@ -660,9 +647,10 @@ pub(crate) fn serving(
         )
     });
     let graphs = cuda_graph_bytes(s, profile);
-    let graphs_in_budget = match profile.budget {
-        Budget::V1Graphs | Budget::Extensible => graphs,
-        _ => 0,
+    let graphs_in_budget = if profile.budget.counts_cuda_graphs() {
+        graphs
+    } else {
+        0
     };
     // The extensible KV cache (0.34) keeps the device's headroom above a margin for what the
     // measurement does not show, beside the transient peak it keeps free in full.

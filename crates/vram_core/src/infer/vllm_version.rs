@@ -135,6 +135,13 @@ pub enum Budget {
     Extensible,
 }
 
+impl Budget {
+    /// Whether the CUDA graphs are inside the budget (0.21+) rather than on the device beyond it.
+    pub const fn counts_cuda_graphs(self) -> bool {
+        matches!(self, Budget::V1Graphs | Budget::Extensible)
+    }
+}
+
 /// The sampler the profiling run exercises, which sets its bytes per (row × vocab entry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -331,8 +338,11 @@ pub fn non_torch_bytes(profile: &Profile, tp: u64, link: Interconnect, context_b
 
 /// The inputs with the version's defaults filled in: the version written out, the limits and the
 /// interconnect resolved (`max_model_len` and `block_size` stay 0 when not given; the serving model
-/// resolves them per model).
-pub fn resolve(s: &ServingInputs, spec: &ModelSpec) -> Result<ServingInputs, ScenarioError> {
+/// resolves them per model); with the release's profile.
+pub fn resolve(
+    s: &ServingInputs,
+    spec: &ModelSpec,
+) -> Result<(ServingInputs, Profile), ScenarioError> {
     let version = version_of(s)?;
     let max_model_len = if s.max_model_len == 0 {
         spec.max_position_embeddings.max(1)
@@ -355,10 +365,11 @@ pub fn resolve(s: &ServingInputs, spec: &ModelSpec) -> Result<ServingInputs, Sce
         r.max_num_batched_tokens = d.max_num_batched_tokens;
     }
     r.interconnect = interconnect(s);
+    let profile = Profile::of(version);
     if r.gpu_memory_utilization == 0.0 {
-        r.gpu_memory_utilization = Profile::of(version).default_utilization;
+        r.gpu_memory_utilization = profile.default_utilization;
     }
-    Ok(r)
+    Ok((r, profile))
 }
 
 #[cfg(test)]

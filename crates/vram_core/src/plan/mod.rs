@@ -670,12 +670,7 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                         gib(v.weights_per_gpu_bytes),
                         gib(v.activation_peak_bytes),
                         gib(v.non_torch_bytes),
-                        if matches!(
-                            v.budget,
-                            crate::infer::vllm_version::Budget::V1Graphs
-                                | crate::infer::vllm_version::Budget::Extensible
-                        ) && v.cuda_graph_bytes > 0
-                        {
+                        if v.budget.counts_cuda_graphs() && v.cuda_graph_bytes > 0 {
                             format!(" + CUDA graphs {}", gib(v.cuda_graph_bytes))
                         } else {
                             String::new()
