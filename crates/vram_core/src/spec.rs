@@ -313,6 +313,45 @@ impl TensorSpec {
     }
 }
 
+/// The element type of a [`RuntimeBuffer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferDtype {
+    /// `torch.bool`, 1 B (a causal-mask table).
+    Bool,
+    /// `torch.int64`, 8 B (`position_ids`, `token_type_ids`).
+    Int64,
+    /// Built with an explicit `.float()`: fp32 whatever the model's dtype (GPT-J's sinusoid table).
+    Fp32,
+    /// Built with the default dtype, which `from_pretrained(dtype=…)` / `from_config` set to the
+    /// model's dtype while the modules are constructed.
+    Model,
+}
+
+/// A non-persistent buffer (`nn.Buffer(…, persistent=False)` / `register_buffer`) of the model class.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeBuffer {
+    /// Module path as in the model class (`transformer.bias`, `h.*.attn.bias`).
+    pub name: String,
+    /// Elements of all instances together (a per-layer buffer counts every layer).
+    pub elements: u64,
+    /// Element type.
+    pub dtype: BufferDtype,
+}
+
+impl RuntimeBuffer {
+    /// Bytes on the device for a model whose parameters are `model_dtype_bytes` wide.
+    pub fn bytes(&self, model_dtype_bytes: u64) -> u64 {
+        let elem = match self.dtype {
+            BufferDtype::Bool => 1,
+            BufferDtype::Int64 => 8,
+            BufferDtype::Fp32 => 4,
+            BufferDtype::Model => model_dtype_bytes,
+        };
+        self.elements.saturating_mul(elem)
+    }
+}
+
 /// A validated model: every size known, one [`LayerSpec`] per layer, and the tensor inventory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
@@ -340,6 +379,11 @@ pub struct ModelSpec {
     /// `tanh` saves its output for backward: one more logits-sized tensor alive in training.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub final_logit_softcapping: bool,
+    /// Non-persistent buffers the model class registers when it is built (causal-mask tables,
+    /// sinusoid tables, position ids): in no checkpoint and no parameter count, but allocated on the
+    /// device from load on, in every phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_buffers: Vec<RuntimeBuffer>,
     /// Activation function name as in the config.
     pub hidden_act: String,
     /// Normalisation kind.
@@ -394,6 +438,14 @@ pub(crate) fn layer_index_span(name: &str, layer: u32) -> Option<(usize, usize)>
 }
 
 impl ModelSpec {
+    /// Bytes of the [`ModelSpec::runtime_buffers`] for parameters `model_dtype_bytes` wide.
+    pub fn runtime_buffer_bytes(&self, model_dtype_bytes: u64) -> u64 {
+        self.runtime_buffers
+            .iter()
+            .map(|b| b.bytes(model_dtype_bytes))
+            .fold(0, u64::saturating_add)
+    }
+
     /// Every tensor of the model, one per layer it is in, in the order a per-layer inventory lists
     /// them (layer by layer within a run of identical layers).
     pub fn instances(&self) -> impl Iterator<Item = TensorInstance<'_>> + '_ {

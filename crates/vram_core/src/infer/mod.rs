@@ -795,6 +795,9 @@ fn transformers_phases(
     let a = compute.bytes();
     let enc_dec = spec.kind == ModelKind::EncoderDecoder;
     let weights_bytes = w.total_bytes;
+    // The model class's non-persistent buffers (causal-mask and sinusoid tables), resident from load.
+    let buffers_bytes = spec.runtime_buffer_bytes(a);
+    let resident = weights_bytes.saturating_add(buffers_bytes);
     // Load: bitsandbytes quantizes each tensor on the device from its 16-bit copy.
     let load_transient = match format {
         WeightFormat::BnbInt8 | WeightFormat::Bnb4 { .. } => w.largest_tensor_compute_bytes,
@@ -822,10 +825,10 @@ fn transformers_phases(
         (k, k)
     };
     let prefill_act = fwd.total();
-    let prefill_peak = weights_bytes
+    let prefill_peak = resident
         .saturating_add(kv_prefill)
         .saturating_add(prefill_act);
-    let prefill_end = weights_bytes
+    let prefill_end = resident
         .saturating_add(kv_prefill)
         .saturating_add(fwd.logits_bytes);
 
@@ -884,12 +887,12 @@ fn transformers_phases(
     } else {
         (kv_after_decode.saturating_add(dequant), dec.total())
     };
-    let decode_peak = weights_bytes.saturating_add(cat_moment.max(attention_moment));
-    let decode_end = weights_bytes
+    let decode_peak = resident.saturating_add(cat_moment.max(attention_moment));
+    let decode_end = resident
         .saturating_add(kv_after_decode)
         .saturating_add(dec.logits_bytes);
 
-    let load_peak = weights_bytes.saturating_add(load_transient);
+    let load_peak = resident.saturating_add(load_transient);
     let peak = load_peak.max(prefill_peak).max(decode_peak);
     let device = peak
         .saturating_add(overheads.cuda_context_bytes)
@@ -916,6 +919,19 @@ fn transformers_phases(
         ),
         source: "transformers 5 modeling_*.py forward without grad (inputs_embeds and the layer's input held by the callers, residual + normed input, gated MLP act·up 3I, eager: rotated q + repeat_kv copies + scores); generate's fp32 logits copy; docs/formulas/inference.md".into(),
     });
+    if buffers_bytes > 0 {
+        terms.add(|| Term {
+            key: "model_buffers".into(),
+            bytes: buffers_bytes,
+            formula: spec
+                .runtime_buffers
+                .iter()
+                .map(|rb| format!("{} {} B", rb.name, group_thousands(rb.bytes(a))))
+                .collect::<Vec<_>>()
+                .join(" + "),
+            source: "the model class's non-persistent buffers (nn.Buffer(..., persistent=False) in its __init__): resident from load, in no checkpoint or parameter count".into(),
+        });
+    }
     if fwd.eager_scores_bytes > 0 {
         terms.add(|| Term {
             key: "eager_scores".into(),
@@ -1009,10 +1025,11 @@ fn transformers_phases(
             vec![
                 phase(
                     "load",
-                    weights_bytes,
+                    resident,
                     load_peak,
                     vec![
                         ("weights", weights_bytes),
+                        ("model_buffers", buffers_bytes),
                         ("quantize_on_load", load_transient),
                     ],
                 ),
@@ -1022,6 +1039,7 @@ fn transformers_phases(
                     prefill_peak,
                     vec![
                         ("weights", weights_bytes),
+                        ("model_buffers", buffers_bytes),
                         ("kv_cache", kv_prefill),
                         ("activations", prefill_act),
                     ],
@@ -1032,6 +1050,7 @@ fn transformers_phases(
                     decode_peak,
                     vec![
                         ("weights", weights_bytes),
+                        ("model_buffers", buffers_bytes),
                         ("kv_cache", kv_decode_before),
                         (
                             "cache_growth",

@@ -5,7 +5,8 @@ use super::{dropouts, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
 use crate::spec::{
-    AttentionSpec, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind, SsmSpec,
+    AttentionSpec, BufferDtype, Component, FfnSpec, LayerSpec, ModelKind, ModelSpec, NormKind,
+    RuntimeBuffer, SsmSpec,
 };
 
 /// The sizes every classic transformer has.
@@ -88,6 +89,7 @@ fn spec(
         max_position_embeddings: max_pos,
         tie_word_embeddings: tie,
         final_logit_softcapping: false,
+        runtime_buffers: Vec::new(),
         hidden_act: act.into(),
         norm,
         attention_dropout,
@@ -624,7 +626,7 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         &["attention_probs_dropout_prob"],
         &["hidden_dropout_prob"],
     )?;
-    Ok(spec(
+    let mut spec = spec(
         "bert",
         ModelKind::EncoderOnly,
         &d,
@@ -635,7 +637,17 @@ pub(crate) fn bert(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         drop,
         layers,
         b,
-    ))
+    );
+    // `BertEmbeddings.__init__`: `position_ids` and `token_type_ids`, int64 `[1, max_positions]`
+    // each, `persistent=False`.
+    for name in ["embeddings.position_ids", "embeddings.token_type_ids"] {
+        spec.runtime_buffers.push(RuntimeBuffer {
+            name: name.into(),
+            elements: max_pos,
+            dtype: BufferDtype::Int64,
+        });
+    }
+    Ok(spec)
 }
 
 /// T5 (modeling_t5.py): shared embeddings, relative position bias in the first block of each stack,

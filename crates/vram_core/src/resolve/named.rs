@@ -9,7 +9,9 @@
 use super::{dropouts, join, Builder};
 use crate::error::ConfigError;
 use crate::fields::Fields;
-use crate::spec::{AttentionSpec, Component, FfnSpec, LayerSpec, ModelSpec, NormKind};
+use crate::spec::{
+    AttentionSpec, BufferDtype, Component, FfnSpec, LayerSpec, ModelSpec, NormKind, RuntimeBuffer,
+};
 
 /// How the query, key and value projections are stored.
 #[derive(Clone, Copy)]
@@ -388,16 +390,17 @@ pub(crate) fn gpt_bigcode(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
-    Ok(build(
-        "gpt_bigcode",
-        lay,
-        s,
-        false,
-        act,
-        drop,
-        &none,
-        "lm_head",
-    ))
+    let max_pos = s.max_pos;
+    let mut spec = build("gpt_bigcode", lay, s, false, act, drop, &none, "lm_head");
+    // `GPTBigCodeModel.__init__`: `self.bias = nn.Buffer(torch.tril(torch.ones((max_positions,
+    // max_positions), dtype=torch.bool)), persistent=False)`: 4 MiB at 2,048 positions, 64 MiB at
+    // StarCoder's 8,192.
+    spec.runtime_buffers.push(RuntimeBuffer {
+        name: "transformer.bias".into(),
+        elements: max_pos.saturating_mul(max_pos),
+        dtype: BufferDtype::Bool,
+    });
+    Ok(spec)
 }
 
 /// GPT-J (modeling_gptj.py) and CodeGen (modeling_codegen.py): one `ln_1` per block, attention and
@@ -436,9 +439,19 @@ pub(crate) fn gptj_like(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Co
     };
     let act = f.str("activation_function")?.unwrap_or("gelu_new");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
-    Ok(build(
-        model_type, lay, s, false, act, drop, &none, "lm_head",
-    ))
+    // `GPTJAttention` / `CodeGenAttention.__init__`: each layer keeps
+    // `embed_positions = create_sinusoidal_positions(max_positions, rotary_dim or hidden)` (sin and
+    // cos tables built with `.float()`: fp32 whatever the model's dtype), `persistent=False`.
+    let table = s
+        .max_pos
+        .saturating_mul(f.positive("rotary_dim")?.unwrap_or(hidden));
+    let mut spec = build(model_type, lay, s, false, act, drop, &none, "lm_head");
+    spec.runtime_buffers.push(RuntimeBuffer {
+        name: "transformer.h.*.attn.embed_positions".into(),
+        elements: table.saturating_mul(layers),
+        dtype: BufferDtype::Fp32,
+    });
+    Ok(spec)
 }
 
 /// OpenAI GPT (modeling_openai.py): post-norm blocks (`ln_1` after attention, `ln_2` after the MLP)
@@ -472,16 +485,22 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     };
     let act = f.str("afn")?.unwrap_or("gelu");
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
-    Ok(build(
-        "openai-gpt",
-        lay,
-        s,
-        false,
-        act,
-        drop,
-        &none,
-        "lm_head",
-    ))
+    let n_pos = s.max_pos;
+    let mut spec = build("openai-gpt", lay, s, false, act, drop, &none, "lm_head");
+    // modeling_openai.py: each `Attention` keeps `bias = torch.tril(torch.ones(n_positions,
+    // n_positions))` (the default dtype, which is the model's while it is built) and
+    // `OpenAIGPTModel` its `position_ids = torch.arange(n_positions)`, both `persistent=False`.
+    spec.runtime_buffers.push(RuntimeBuffer {
+        name: "transformer.h.*.attn.bias".into(),
+        elements: n_pos.saturating_mul(n_pos).saturating_mul(layers),
+        dtype: BufferDtype::Model,
+    });
+    spec.runtime_buffers.push(RuntimeBuffer {
+        name: "transformer.position_ids".into(),
+        elements: n_pos,
+        dtype: BufferDtype::Int64,
+    });
+    Ok(spec)
 }
 
 /// MPT (modeling_mpt.py): `transformer.blocks`, fused `Wqkv`, no biases anywhere (the LayerNorms'

@@ -28,7 +28,8 @@ pub struct Sharded {
     pub gradients_bytes: u64,
     /// Optimizer states on the GPU (incl. DeepSpeed's fp32 master partition and fp32 grad partition).
     pub optimizer_bytes: u64,
-    /// Communication buffers: DDP gradient buckets, ZeRO reduce bucket, stage-3 gathered layers.
+    /// Buffers: DDP gradient buckets, ZeRO reduce bucket, stage-3 gathered layers, and the model
+    /// class's non-persistent buffers ([`ModelSpec::runtime_buffers`]).
     pub buffers_bytes: u64,
     /// Host RAM that offload needs, per GPU process.
     pub cpu_offload_bytes: u64,
@@ -57,6 +58,22 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     let states = p.optimizer_bytes;
     let h = spec.hidden_size;
     let mut notes = Vec::new();
+    // Non-persistent model buffers (causal-mask and sinusoid tables): on every rank, never sharded.
+    let model_buffers = spec.runtime_buffer_bytes(prec.param_bytes);
+    if model_buffers > 0 {
+        notes.push((
+            "model_buffers".into(),
+            model_buffers,
+            format!(
+                "non-persistent buffers of the model class ({}) = {model_buffers} B",
+                spec.runtime_buffers
+                    .iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
     if stage == 0 {
         let ddp = if n > 1 { g } else { 0 };
         if ddp > 0 {
@@ -70,7 +87,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             weights_bytes: w_all,
             gradients_bytes: g,
             optimizer_bytes: if s.offload_optimizer { 0 } else { states },
-            buffers_bytes: ddp,
+            buffers_bytes: ddp.saturating_add(model_buffers),
             cpu_offload_bytes: if s.offload_optimizer { states } else { 0 },
             optimizer_on_gpu: !s.offload_optimizer,
             states_at_init: false,
@@ -108,7 +125,9 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         (w_all, 0)
     };
     let offload_opt = s.offload_optimizer;
-    let buffers = bucket.saturating_add(gathered);
+    let buffers = bucket
+        .saturating_add(gathered)
+        .saturating_add(model_buffers);
     notes.push((
         "zero_partition".into(),
         opt_partition,
