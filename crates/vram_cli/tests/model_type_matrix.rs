@@ -19,7 +19,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ("type-falcon_mamba-train", "state-space training activations are not modelled (the estimate refuses)"),
     ("type-recurrent_gemma-train", "hybrid recurrent/attention training activations are not modelled (the estimate refuses)"),
     ("type-nemotron_h-infer", "mamba-2 prefill on the CPU takes transformers' torch fallback (chunked scan with its segment-sum tensors): peak 60 % low"),
-    ("type-olmoe-train-fp32-lora8", "peft 0.21 puts LoRA on the fused expert weights too (target_parameters): 47 M trainable parameters where the estimate has 1 M"),
 ];
 
 fn root() -> PathBuf {

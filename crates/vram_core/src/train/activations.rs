@@ -854,7 +854,38 @@ impl<'a> Walk<'a> {
         {
             let h = self.spec.hidden_size;
             let ce = self.c;
-            let rg = n.rg || self.full;
+            // peft 0.21 adapts the fused expert stacks and the router weight as parameters
+            // (`lora.ParamWrapper`): inside the module's forward `_LoraFactorsProxy` folds the
+            // adapter into a new tensor, `baddbmm(W, B, A)`, the whole `[E, out, in]` stack in the
+            // parameter's dtype, which `grouped_mm` (and the router's `linear`) saves for the
+            // weight's gradient: held until this layer's backward.
+            let adapted: Few<(u64, bool), 4> = self
+                .lora
+                .map(|plan| {
+                    self.layer_tensor_ids(i)
+                        .iter()
+                        .filter_map(|&j| plan.param_adapter(j))
+                        .map(|a| (spec.tensors[a.tensor].numel(), a.materializes_stack()))
+                        .collect()
+                })
+                .unwrap_or_else(Few::new);
+            let adapted = adapted.as_slice();
+            let experts_adapted = adapted.iter().any(|&(_, stack)| stack);
+            for &(numel, _) in adapted {
+                let w = sim.alloc(numel, self.p, true);
+                sim.save(w);
+                sim.drop(w);
+            }
+            // backward, down_proj first: its stack's gradient (as large as the stack) arrives while
+            // every stack is held; gate_up's arrives after down's stack and gradient are freed.
+            let mut freed = 0u64;
+            for &(numel, _) in adapted.iter().filter(|(_, stack)| *stack).rev() {
+                let bytes = numel.saturating_mul(self.p);
+                trans = trans.max(bytes.saturating_sub(freed));
+                freed = freed.saturating_add(bytes);
+            }
+            let weight_grad = self.full || experts_adapted;
+            let rg = n.rg || weight_grad;
             // router: linear → softmax(dtype=float32) saved → top-k.
             let logits = sim.alloc(t * num_experts, ce, rg);
             let probs = sim.alloc(t * num_experts, 4, rg);
@@ -867,10 +898,10 @@ impl<'a> Walk<'a> {
             let routed = t.saturating_mul(experts_per_token);
             let i_e = expert_intermediate_size;
             for (elems, save) in [
-                (routed * h, self.full),
+                (routed * h, weight_grad),
                 (routed * 2 * i_e, rg),
                 (routed * i_e, rg),
-                (routed * i_e, self.full),
+                (routed * i_e, weight_grad),
                 (routed * h, rg),
             ] {
                 let x = sim.alloc(elems, ce, rg);
@@ -1000,11 +1031,19 @@ impl<'a> Walk<'a> {
                 .saturating_mul(self.p)
         } else {
             self.lora.map_or(0, |l| {
-                l.adapted
+                let modules: u64 = l
+                    .adapted
                     .iter()
                     .filter(|a| a.in_layer(i as u32))
                     .map(|a| a.params(l.r) * 4)
-                    .sum()
+                    .sum();
+                let params: u64 = self
+                    .layer_tensor_ids(i)
+                    .iter()
+                    .filter_map(|&j| l.param_adapter(j))
+                    .map(|a| a.params() * 4)
+                    .sum();
+                modules + params
             })
         };
         // weight grads arrive in the compute dtype before autocast's ToCopyBackward (fp32 .grad);
@@ -1053,9 +1092,9 @@ fn lora_layer_kinds(w: &Walk<'_>) -> Vec<usize> {
     };
     let d = w.derived;
     let adapted = |i: usize| {
-        d.layer_tensors[i]
-            .iter()
-            .map(move |&j| plan.rank_for_index(j, Some(i as u32)).is_some())
+        d.layer_tensors[i].iter().map(move |&j| {
+            plan.rank_for_index(j, Some(i as u32)).is_some() || plan.param_adapter(j).is_some()
+        })
     };
     let mut reps: Vec<usize> = Vec::new();
     (0..d.layer_tensors.len())

@@ -9,6 +9,13 @@
 //!   `nn.Linear`/`Conv1D` leaf name except the output embedding, `lm_head`);
 //! - adapter dtype: `peft/tuners/lora/layer.py` creates the adapters in fp32, and `get_peft_model(...,
 //!   autocast_adapter_dtype=True)` (the default) keeps bf16/fp16 adapters in fp32.
+//! - fused experts (peft 0.21 with transformers 5): `peft/utils/transformers_weight_conversion.py`,
+//!   `_convert_peft_config_moe`, moves the v4 expert and router names (`gate_proj`, `up_proj`,
+//!   `down_proj` / `w1`, `w3`, `w2`, and `gate`) from `target_modules` to `target_parameters`
+//!   (`gate_up_proj` at twice the rank, `down_proj`, `gate.weight`) for the model types transformers
+//!   converts to the qwen2_moe / mixtral checkpoint pattern; `lora.ParamWrapper` adapts each matched
+//!   parameter with `lora_A: [r·E, in]`, `lora_B: [out, r·E]`. A converted name no longer targets
+//!   `nn.Linear` modules of that name (dense MLPs, shared experts), as peft removes it.
 
 use crate::error::ScenarioError;
 use crate::scenario::{Lora, LoraTargets};
@@ -63,6 +70,37 @@ impl AdaptedLinear {
     }
 }
 
+/// A LoRA on a parameter rather than a module (peft `target_parameters`, `lora.ParamWrapper`): the
+/// fused expert stacks `[E, out, in]` and the router weight `[E, in]` of MoE layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamAdapter {
+    /// The adapted tensor (index into the spec's inventory; every layer of its run is adapted).
+    pub tensor: usize,
+    /// Experts stacked in the parameter (`ParamWrapper.num_experts`; 1 for the router's 2-D weight).
+    pub experts: u64,
+    /// Input features of one expert.
+    pub in_features: u64,
+    /// Output features of one expert.
+    pub out_features: u64,
+    /// Rank (twice the scenario's for `gate_up_proj`, which fuses two v4 targets).
+    pub r: u64,
+}
+
+impl ParamAdapter {
+    /// `r·E·(in + out)`: `lora_A` is `[r·E, in]`, `lora_B` is `[out, r·E]` (`ParamWrapper.update_layer`).
+    pub fn params(&self) -> u64 {
+        self.r
+            .saturating_mul(self.experts)
+            .saturating_mul(self.in_features.saturating_add(self.out_features))
+    }
+
+    /// Whether the forward materializes the adapted stack `W + scaling·B·A` (`_LoraFactorsProxy`'s
+    /// `baddbmm`, one `[E, out, in]` tensor in the parameter's dtype) rather than a small delta.
+    pub fn materializes_stack(&self) -> bool {
+        self.experts > 1
+    }
+}
+
 /// The adapters of a LoRA scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoraPlan {
@@ -83,6 +121,8 @@ pub struct LoraPlan {
     /// `(tensor index, layer)` of adapted weights whose entry is adapted in some of its layers only
     /// (targets that name layers, e.g. `layers.1.self_attn.q_proj`).
     pub adapted_in_layer: Vec<(usize, u32)>,
+    /// Parameters adapted directly (fused MoE experts and routers under peft 0.21).
+    pub param_adapters: Vec<ParamAdapter>,
 }
 
 impl LoraPlan {
@@ -93,6 +133,151 @@ impl LoraPlan {
         let here = layer.is_some_and(|l| self.adapted_in_layer.contains(&(index, l)));
         (whole || here).then_some(self.r)
     }
+
+    /// The parameter adapter of the spec's tensor number `index`, if it has one.
+    pub fn param_adapter(&self, index: usize) -> Option<&ParamAdapter> {
+        self.param_adapters.iter().find(|a| a.tensor == index)
+    }
+}
+
+/// How peft 0.21 renames a MoE model's v4 LoRA targets for transformers 5's fused experts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MoeRename {
+    /// `mixtral`: `w1` + `w3` → `gate_up_proj`, `w2` → `down_proj`, `gate` → `gate.weight`.
+    Mixtral,
+    /// `qwen2_moe` pattern: `gate_proj` + `up_proj` → `gate_up_proj`, `down_proj`, `gate`.
+    Qwen2Moe,
+}
+
+impl MoeRename {
+    /// Model types that transformers' `_MODEL_TO_CONVERSION_PATTERN` (5.24; peft 0.21 adds
+    /// `mixtral`) maps to a pattern with fused-expert targets. `qwen2_moe` itself is not a key
+    /// there, so its targets stay as written.
+    fn of(model_type: &str) -> Option<Self> {
+        match model_type {
+            "mixtral" => Some(Self::Mixtral),
+            "qwen3_moe" | "deepseek_v2" | "deepseek_v3" | "olmoe" | "glm4_moe" | "dots1"
+            | "ernie4_5_moe" | "hunyuan_v1_moe" | "qwen3_next" | "flex_olmo" | "exaone_moe"
+            | "cohere2_moe" => Some(Self::Qwen2Moe),
+            _ => None,
+        }
+    }
+
+    /// `(v4 name, v5 parameter)` pairs (`_MOE_TARGET_MODULE_MAPPING`).
+    fn mapping(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::Mixtral => &[
+                ("gate", "gate.weight"),
+                ("w1", "gate_up_proj"),
+                ("w3", "gate_up_proj"),
+                ("w2", "down_proj"),
+            ],
+            Self::Qwen2Moe => &[
+                ("gate", "gate.weight"),
+                ("gate_proj", "gate_up_proj"),
+                ("up_proj", "gate_up_proj"),
+                ("down_proj", "down_proj"),
+            ],
+        }
+    }
+}
+
+/// Parameter targets by their transformers 5 name, with the rank multiplier.
+type ParamTargets = Vec<(&'static str, u64)>;
+
+/// peft 0.21's `_convert_peft_config_moe`: splits the resolved targets into the module targets that
+/// remain and the parameter targets with their rank multiplier. `all_linear` adds every v4 name.
+fn convert_moe_targets(
+    rename: MoeRename,
+    targets: Vec<String>,
+    all_linear: bool,
+) -> Result<(Vec<String>, ParamTargets), ScenarioError> {
+    let mapping = rename.mapping();
+    let mut targets = targets;
+    if all_linear {
+        for (old, _) in mapping {
+            if !targets.iter().any(|t| t == old) {
+                targets.push(old.to_string());
+            }
+        }
+    }
+    let mut modules = Vec::new();
+    let mut params: ParamTargets = Vec::new();
+    let mut fused_seen: Vec<&'static str> = Vec::new();
+    for t in targets {
+        let hit = mapping
+            .iter()
+            .find(|(old, _)| t == *old || t.ends_with(&format!(".{old}")));
+        match hit {
+            None => modules.push(t),
+            Some(&(old, new)) => {
+                if !params.iter().any(|(p, _)| *p == new) {
+                    params.push((new, 1));
+                }
+                if new == "gate_up_proj" && !fused_seen.contains(&old) {
+                    fused_seen.push(old);
+                }
+            }
+        }
+    }
+    let fused: Vec<&str> = mapping
+        .iter()
+        .filter(|(_, new)| *new == "gate_up_proj")
+        .map(|(old, _)| *old)
+        .collect();
+    if !fused_seen.is_empty() && fused_seen.len() < fused.len() {
+        let missing: Vec<&str> = fused
+            .iter()
+            .copied()
+            .filter(|o| !fused_seen.contains(o))
+            .collect();
+        return Err(ScenarioError::Invalid {
+            field: "lora.targets".into(),
+            expected: format!(
+                "{} together: peft fuses them into gate_up_proj (\"Cannot convert PEFT target(s) …                  without also targeting {}\")",
+                fused.join(" and "),
+                missing.join(", ")
+            ),
+            found: fused_seen.join(","),
+        });
+    }
+    if fused_seen.len() == fused.len() {
+        for p in &mut params {
+            if p.0 == "gate_up_proj" {
+                p.1 = fused.len() as u64;
+            }
+        }
+    }
+    Ok((modules, params))
+}
+
+/// The parameter adapters peft creates for `params` (v5 names with rank multipliers): a tensor
+/// matches when its name ends with `"." + name` (`BaseTuner._inject_parameters`).
+fn param_adapters(spec: &ModelSpec, r: u64, params: &[(&str, u64)]) -> Vec<ParamAdapter> {
+    let mut out = Vec::new();
+    for (index, t) in spec.tensors.iter().enumerate() {
+        let Some(&(_, mult)) = params
+            .iter()
+            .find(|(name, _)| t.name.ends_with(&format!(".{name}")))
+        else {
+            continue;
+        };
+        // ParamWrapper: a 3-D `[E, out, in]` stack (transformers' experts store out before in:
+        // `swap_in_out_features`), or a 2-D `[out, in]` weight with one "expert".
+        let (experts, out_f, in_f) = match t.shape.as_slice() {
+            [e, o, i] => (*e, *o, *i),
+            [o, i] => (1, *o, *i),
+            _ => continue,
+        };
+        out.push(ParamAdapter {
+            tensor: index,
+            experts,
+            in_features: in_f,
+            out_features: out_f,
+            r: r.saturating_mul(mult),
+        });
+    }
+    out
 }
 
 /// Module path of a weight tensor (`...q_proj.weight` → `...q_proj`).
@@ -149,6 +334,11 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
         }
     };
     let all_linear = matches!(lora.targets, LoraTargets::AllLinear);
+    let (target_names, param_targets) = match MoeRename::of(&spec.text_model_type) {
+        Some(rename) => convert_moe_targets(rename, target_names, all_linear)?,
+        None => (target_names, Vec::new()),
+    };
+    let param_adapters = param_adapters(spec, lora.r, &param_targets);
     let mut adapted = Vec::new();
     let mut adapted_tensor = vec![false; spec.tensors.len()];
     let mut adapted_in_layer = Vec::new();
@@ -221,7 +411,7 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
             }
         }
     }
-    if adapted.is_empty() {
+    if adapted.is_empty() && param_adapters.is_empty() {
         return Err(ScenarioError::Invalid {
             field: "lora.targets".into(),
             expected: "module names that exist in the model (peft raises \"Target modules ... not \
@@ -233,6 +423,11 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
     let trainable_params = adapted
         .iter()
         .map(|a| a.params(lora.r).saturating_mul(u64::from(a.repeat)))
+        .chain(
+            param_adapters
+                .iter()
+                .map(|a| a.params().saturating_mul(spec.tensors[a.tensor].count())),
+        )
         .fold(0u64, u64::saturating_add);
     Ok(LoraPlan {
         r: lora.r,
@@ -242,6 +437,7 @@ pub fn plan(spec: &ModelSpec, lora: &Lora) -> Result<LoraPlan, ScenarioError> {
         shapes,
         adapted_tensor,
         adapted_in_layer,
+        param_adapters,
     })
 }
 

@@ -300,6 +300,24 @@ pub fn persistent(
                 });
             }
         }
+        // Parameter adapters (fused experts, routers): lora_A [r·E, in], lora_B [out, r·E], fp32.
+        for a in &plan.param_adapters {
+            let count = spec.tensors[a.tensor].count();
+            let re = a.r.saturating_mul(a.experts);
+            for shape in [[re, a.in_features], [a.out_features, re]] {
+                let numel = shape[0].saturating_mul(shape[1]);
+                let states = state_tensors(opt, &shape, 4);
+                tensors.push(TensorBytes {
+                    count,
+                    numel,
+                    weight_bytes: numel.saturating_mul(4),
+                    trainable: true,
+                    grad_bytes: numel.saturating_mul(4),
+                    state_bytes: states.total(),
+                    state_tensors: states,
+                });
+            }
+        }
     }
     let sum = |f: &dyn Fn(&TensorBytes) -> u64| {
         tensors
