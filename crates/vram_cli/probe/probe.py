@@ -409,18 +409,24 @@ def load_config(transformers, path, notes):
     return config, model_type
 
 
+# Encoders measured as they are used: fine-tuned for sequence classification (the model with its
+# pooler and a 2-label classifier) and run as feature extractors (the bare model with its pooler).
+ENCODER_TYPES = ("bert",)
+NUM_LABELS = 2
+
+
 def auto_class(transformers, config, train=False):
-    """CausalLM where the architecture has one; seq2seq (t5) and masked LM (bert) otherwise; an
-    encoder (bert) is trained as a masked LM."""
+    """CausalLM where the architecture has one; seq2seq (t5) otherwise; an encoder (bert) is trained
+    for sequence classification and run as the bare model (its pooler included)."""
     from transformers.models.auto import modeling_auto as ma
     ctype = type(config)
     if getattr(config, "is_encoder_decoder", False) and ctype in ma.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING:
         return transformers.AutoModelForSeq2SeqLM, "seq2seq-lm"
-    # an encoder (bert) is trained as a masked LM: its causal-LM class (BertLMHeadModel) is a
-    # decoder variant meant for is_decoder=True, kept for inference (the only head that generates)
-    if (train and ctype in ma.MODEL_FOR_MASKED_LM_MAPPING
-            and not getattr(config, "is_decoder", False) and config.model_type == "bert"):
-        return transformers.AutoModelForMaskedLM, "masked-lm"
+    if config.model_type in ENCODER_TYPES and not getattr(config, "is_decoder", False):
+        if train:
+            config.num_labels = NUM_LABELS
+            return transformers.AutoModelForSequenceClassification, "sequence-classification"
+        return transformers.AutoModel, "encoder"
     if ctype in ma.MODEL_FOR_CAUSAL_LM_MAPPING:
         return transformers.AutoModelForCausalLM, "causal-lm"
     if ctype in ma.MODEL_FOR_MASKED_LM_MAPPING:
@@ -494,7 +500,7 @@ def apply_layout(torch, model, scenario, notes):
     return model
 
 
-def apply_lora(model, lora, notes):
+def apply_lora(model, lora, notes, head="causal-lm"):
     try:
         import peft
     except ImportError as e:
@@ -515,8 +521,10 @@ def apply_lora(model, lora, notes):
         raise ProbeFailure("unsupported_scenario",
                            "lora.targets: expected \"default\", \"all-linear\" or {\"modules\": [...]}, found %r"
                            % (targets,))
+    # SEQ_CLS: peft trains a copy of the classifier (modules_to_save) beside the adapters
+    task = "SEQ_CLS" if head == "sequence-classification" else "CAUSAL_LM"
     cfg = peft.LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]), lora_dropout=0.0,
-                          target_modules=target_modules, task_type="CAUSAL_LM")
+                          target_modules=target_modules, task_type=task)
     try:
         model = peft.get_peft_model(model, cfg)
     except ValueError as e:
@@ -590,8 +598,8 @@ def dtype_breakdown(model):
 def forward_kwargs(model, head, ids, labels):
     kw = {"input_ids": ids}
     if labels is not None:
-        kw["labels"] = ids
-    if head != "masked-lm":
+        kw["labels"] = labels
+    if head not in ("masked-lm", "sequence-classification", "encoder"):
         kw["use_cache"] = False
     return kw
 
@@ -642,8 +650,11 @@ def run_train(torch, model, head, scenario, device, tracker, measured, autocast)
                 g = torch.Generator(device="cpu").manual_seed(0)
                 ids = torch.randint(0, vocab, (b, s), generator=g).to(device)
                 measured["input_bytes"] = ids.untyped_storage().nbytes()
+                # a class label per sequence (int64), or the tokens themselves for a language model
+                labels = (torch.zeros(b, dtype=torch.long, device=device)
+                          if head == "sequence-classification" else ids)
             with autocast():
-                out = model(**forward_kwargs(model, head, ids, ids))
+                out = model(**forward_kwargs(model, head, ids, labels))
             loss = out.loss
             del out  # as HF Trainer's compute_loss: only the loss lives on
         with tracker.phase("backward" + sfx):
@@ -669,10 +680,21 @@ def run_train(torch, model, head, scenario, device, tracker, measured, autocast)
 
 def run_infer(torch, model, head, scenario, device, tracker, measured, autocast):
     import inspect
-    if head != "causal-lm":
-        raise ProbeFailure("unsupported_scenario", "inference is measured for causal LMs; this config "
-                           "builds a %s model" % head)
     b, s = int(scenario["batch"]), int(scenario["seq_len"])
+    if head == "encoder":
+        # an encoder has no cache and generates nothing: inference is one forward pass
+        with torch.no_grad():
+            with tracker.phase("prefill"):
+                g = torch.Generator(device="cpu").manual_seed(0)
+                ids = torch.randint(0, int(model.config.vocab_size), (b, s), generator=g).to(device)
+                measured["input_bytes"] = ids.untyped_storage().nbytes()
+                with autocast():
+                    out = model(input_ids=ids)
+                del out
+        return
+    if head != "causal-lm":
+        raise ProbeFailure("unsupported_scenario", "inference is measured for causal LMs and encoders; "
+                           "this config builds a %s model" % head)
     keep = int(scenario.get("logits_to_keep", 1))
     vocab = int(model.config.vocab_size)
     accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
@@ -818,7 +840,7 @@ def measure(args):
                     raise ProbeFailure("unsupported_scenario", "LoRA is measured in training mode")
                 if scenario.get("grad_checkpointing"):
                     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-                model, trainable, total, peft_version = apply_lora(model, lora, notes)
+                model, trainable, total, peft_version = apply_lora(model, lora, notes, head)
                 peft_counts = (trainable, total)
             elif mode == "train" and scenario.get("grad_checkpointing"):
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

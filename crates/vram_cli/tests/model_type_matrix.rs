@@ -13,8 +13,6 @@ use vram_core::Scenario;
 
 /// Cases that do not agree yet, with why (docs/measurements/types/README.md).
 const KNOWN_GAPS: &[(&str, &str)] = &[
-    ("type-bert-train", "the estimate models the bare BertModel with its pooler; the probe trains BertForMaskedLM (its LM head, no pooler), whose tied decoder weight is a transient at load"),
-    ("type-bert-infer", "BertLMHeadModel (the head that generates) against the bare BertModel with its pooler: 32,058 parameters apart"),
     ("type-t5-train", "encoder–decoder training activations are not modelled (the estimate refuses)"),
     ("type-falcon_mamba-train", "state-space training activations are not modelled (the estimate refuses)"),
     ("type-recurrent_gemma-train", "hybrid recurrent/attention training activations are not modelled (the estimate refuses)"),

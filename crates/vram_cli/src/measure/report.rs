@@ -152,7 +152,8 @@ pub struct ModelInfo {
     pub class: String,
     /// `model_type` of the config.
     pub model_type: String,
-    /// `causal-lm`, `seq2seq-lm` or `masked-lm`.
+    /// `causal-lm`, `seq2seq-lm`, `masked-lm`, `sequence-classification` (an encoder trained) or
+    /// `encoder` (an encoder run as a feature extractor).
     pub head: String,
     /// `config._attn_implementation` after loading.
     pub attn_implementation: Option<String>,

@@ -1340,8 +1340,8 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     let grad_stream_bytes = t * h * sim.elem(x);
     let before_head = sim.saved_bytes();
     let head_copies_before = w.autocast_saved_bytes;
-    let mut head_saved = 0u64;
-    let mut logits_handle = None;
+    let head_saved;
+    let logits_handle;
     let mut head_copies = 0u64;
     let (logits_bytes, logits_fp32_bytes, log_softmax_bytes);
     if w.spec.kind == ModelKind::DecoderOnly {
@@ -1394,11 +1394,56 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         logits_fp32_bytes = if w.c == 4 { 0 } else { t * vocab * 4 };
         log_softmax_bytes = t * vocab * 4;
     } else {
-        // Encoder-only (bert): pooler on the first token and a small classifier; no vocab logits.
+        // Encoder-only (bert), fine-tuned for sequence classification
+        // (`BertForSequenceClassification`): the pooler's dense layer on the first token, tanh,
+        // dropout, a [`super::persistent::ENCODER_NUM_LABELS`]-label classifier and cross-entropy;
+        // no vocab logits.
+        let b = w.b;
+        let labels = super::persistent::ENCODER_NUM_LABELS;
+        // `hidden_states[:, 0]` is a view: the pooler's `linear` saving it keeps the whole last
+        // hidden state alive (its b·H slice is counted once more, a few KiB).
+        let first = sim.alloc(b * h, sim.elem(x), x.rg);
+        if w.full {
+            sim.save(x);
+        }
         sim.drop(x);
-        logits_bytes = 0;
-        logits_fp32_bytes = 0;
-        log_softmax_bytes = 0;
+        let dense = Lin {
+            in_f: h,
+            out_f: h,
+            trainable: w.full,
+            lora_r: None,
+            quantized: false,
+        };
+        let pooled = w.linear(&mut sim, first, dense, b);
+        sim.drop(first);
+        let tanh = sim.alloc(b * h, sim.elem(pooled), pooled.rg);
+        if tanh.rg {
+            sim.save(tanh);
+        }
+        sim.drop(pooled);
+        let dropped = w.dropout(&mut sim, tanh, w.spec.hidden_dropout);
+        // under LoRA peft's SEQ_CLS trains a copy of the classifier (`modules_to_save`)
+        let classifier = Lin {
+            in_f: h,
+            out_f: labels,
+            trainable: true,
+            lora_r: None,
+            quantized: false,
+        };
+        let logits = w.linear(&mut sim, dropped, classifier, b);
+        sim.drop(dropped);
+        head_saved = sim.saved_bytes() - before_head;
+        let l32 = sim.cast(logits, 4);
+        let ls = sim.alloc(b * labels, 4, true);
+        sim.save(ls);
+        let loss = sim.alloc(1, 4, true);
+        let _ = loss;
+        sim.drop(l32);
+        sim.drop(ls);
+        logits_handle = Some(logits);
+        logits_bytes = b * labels * w.c;
+        logits_fp32_bytes = if w.c == 4 { 0 } else { b * labels * 4 };
+        log_softmax_bytes = b * labels * 4;
     }
     let forward_peak = sim.peak_bytes();
     let forward_peak_copies = sim.peak_copy_bytes();

@@ -226,6 +226,10 @@ fn quantizable(t: &TensorSpec) -> bool {
     t.linear.is_some() && t.component != Component::LmHead
 }
 
+/// Labels of the classifier an encoder-only model (bert) is fine-tuned with
+/// (`BertForSequenceClassification`, `config.num_labels`: 2 by default).
+pub const ENCODER_NUM_LABELS: u64 = 2;
+
 /// Builds the persistent budget of `spec` under `scenario` (unsharded).
 pub fn persistent(
     spec: &ModelSpec,
@@ -282,6 +286,40 @@ pub fn persistent(
             state_bytes: states.total(),
             state_tensors: states,
         });
+    }
+    if spec.kind == crate::spec::ModelKind::EncoderOnly {
+        // An encoder is trained with a sequence-classification head beside its pooler: classifier
+        // weight [labels, H] and bias [labels], in the parameter dtype. Under LoRA peft's SEQ_CLS
+        // keeps the frozen original and trains a copy (`ModulesToSaveWrapper`).
+        let h = spec.hidden_size;
+        for shape in [vec![ENCODER_NUM_LABELS, h], vec![ENCODER_NUM_LABELS]] {
+            let numel = shape.iter().product::<u64>();
+            let copies: &[bool] = if lora.is_some() {
+                &[false, true]
+            } else {
+                &[true]
+            };
+            for &trainable in copies {
+                let states = if trainable {
+                    state_tensors(opt, &shape, full_state_elem)
+                } else {
+                    StateTensors::default()
+                };
+                tensors.push(TensorBytes {
+                    count: 1,
+                    numel,
+                    weight_bytes: numel.saturating_mul(precision.param_bytes),
+                    trainable,
+                    grad_bytes: if trainable {
+                        numel.saturating_mul(precision.param_bytes)
+                    } else {
+                        0
+                    },
+                    state_bytes: states.total(),
+                    state_tensors: states,
+                });
+            }
+        }
     }
     if let Some(plan) = lora {
         // Adapters are fp32 (peft autocast_adapter_dtype=True), so grads and states are fp32 too.
