@@ -692,9 +692,12 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
                     out = model(input_ids=ids)
                 del out
         return
+    if head == "seq2seq-lm":
+        run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast)
+        return
     if head != "causal-lm":
-        raise ProbeFailure("unsupported_scenario", "inference is measured for causal LMs and encoders; "
-                           "this config builds a %s model" % head)
+        raise ProbeFailure("unsupported_scenario", "inference is measured for causal LMs, seq2seq LMs "
+                           "and encoders; this config builds a %s model" % head)
     keep = int(scenario.get("logits_to_keep", 1))
     vocab = int(model.config.vocab_size)
     accepts_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
@@ -726,6 +729,37 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
             measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
     if not accepts_keep:
         measured.setdefault("notes", []).append("forward has no logits_to_keep: logits of all positions")
+
+
+def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
+    """As `generate()` runs an encoder–decoder (t5): the encoder once over the prompt (its output kept
+    for every step), then the decoder from `decoder_start_token_id`, one token per step, with an
+    EncoderDecoderCache (self-attention K/V growing, cross-attention K/V of the prompt made at the
+    first step). `prefill` is the encoder pass and the first decoder step; `decode` the second."""
+    start_id = model.config.decoder_start_token_id
+    if start_id is None:
+        start_id = model.config.pad_token_id or 0
+    with torch.no_grad():
+        with tracker.phase("prefill"):
+            g = torch.Generator(device="cpu").manual_seed(0)
+            ids = torch.randint(0, int(model.config.vocab_size), (b, s), generator=g).to(device)
+            measured["input_bytes"] = ids.untyped_storage().nbytes()
+            with autocast():
+                encoder_outputs = model.get_encoder()(input_ids=ids)
+                start = torch.full((b, 1), int(start_id), dtype=torch.long, device=device)
+                out = model(encoder_outputs=encoder_outputs, decoder_input_ids=start, use_cache=True)
+            nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
+            cache = out.past_key_values
+            del out
+            measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch))
+        with tracker.phase("decode"):
+            with autocast():
+                out = model(encoder_outputs=encoder_outputs, decoder_input_ids=nxt,
+                            past_key_values=cache, use_cache=True)
+            nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
+            cache = out.past_key_values
+            del out
+            measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
 
 
 def environment(torch, transformers):

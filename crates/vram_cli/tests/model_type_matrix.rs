@@ -75,7 +75,12 @@ fn agreement(r: &Value, id: &str) -> Result<(), String> {
         (
             vec![
                 ("weights", e.weights_bytes, g("weights_bytes")),
-                ("kv_cache", e.kv_cache_bytes, g("kv_cache_bytes")),
+                // the probe measures the cache right after prefill
+                (
+                    "kv_cache",
+                    e.kv_cache_after_prefill_bytes,
+                    g("kv_cache_bytes"),
+                ),
             ],
             e.peak_allocated_bytes,
         )

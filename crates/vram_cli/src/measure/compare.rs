@@ -80,9 +80,22 @@ fn measured_component(m: &Measured, key: &str) -> Option<u64> {
 
 /// Lines an estimate up with a measurement. Phases or components only one side has are skipped.
 pub fn compare(source: &str, terms: &[Term], phases: &[Phase], m: &Measured) -> EstimateComparison {
+    // The probe measures the cache right after prefill: compare with the estimate's cache at that
+    // moment (an encoder–decoder's holds one decoder token, not the scenario's whole context).
+    let kv_after_prefill = phases
+        .iter()
+        .find(|p| p.name == "prefill")
+        .and_then(|p| p.components.iter().find(|(k, _)| k == "kv_cache"))
+        .map(|(_, b)| *b);
     let components = terms
         .iter()
-        .filter_map(|t| measured_component(m, &t.key).map(|mb| Diff::new(&t.key, t.bytes, mb)))
+        .filter_map(|t| {
+            let est = match t.key.as_str() {
+                "kv_cache" => kv_after_prefill.unwrap_or(t.bytes),
+                _ => t.bytes,
+            };
+            measured_component(m, &t.key).map(|mb| Diff::new(&t.key, est, mb))
+        })
         .collect();
     let phase_diffs = m
         .phases

@@ -438,13 +438,47 @@ type AttentionBytes = (u64, u64, u64);
 /// `(MLP/experts transients, MoE routing)` of one layer.
 type FfnBytes = (u64, u64);
 
-/// The peak of one forward over the main stack (the decoder, or bert's encoder).
+/// The peak of one forward over the main stack (the decoder, or bert's encoder; t5's encoder and
+/// decoder layers alike).
 pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
+    forward_peak_over(spec, s, Stacks::All)
+}
+
+/// The peak of an encoder–decoder's encoder pass over the prompt (`model.get_encoder()(…)`, as
+/// `generate()` runs it once): its layers, embeddings and position bias; no head.
+pub fn encoder_pass_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
+    let mut p = forward_peak_over(spec, s, Stacks::Encoder);
+    p.logits_bytes = 0;
+    p.final_hidden_bytes = 0;
+    p.logits_upcast_bytes = 0;
+    p
+}
+
+/// One decoder step of an encoder–decoder against its cache: the decoder's layers only.
+pub fn decoder_step_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
+    forward_peak_over(spec, s, Stacks::Decoder)
+}
+
+/// Which layers a forward runs through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stacks {
+    All,
+    Encoder,
+    Decoder,
+}
+
+fn forward_peak_over(spec: &ModelSpec, s: &ForwardShape, stacks: Stacks) -> ForwardPeak {
     let mut p = ForwardPeak::default();
-    let encoder: &[LayerSpec] = if spec.kind == ModelKind::EncoderDecoder {
-        &spec.encoder_layers
-    } else {
+    let encoder: &[LayerSpec] =
+        if spec.kind == ModelKind::EncoderDecoder && stacks != Stacks::Decoder {
+            &spec.encoder_layers
+        } else {
+            &[]
+        };
+    let decoder: &[LayerSpec] = if stacks == Stacks::Encoder {
         &[]
+    } else {
+        &spec.layers
     };
     let hidden = s
         .t()
@@ -456,7 +490,7 @@ pub fn forward_peak(spec: &ModelSpec, s: &ForwardShape) -> ForwardPeak {
     // Decoder layers are keyed by their kind (`ModelSpec::derived`), encoder layers by their spec.
     let kinds = &spec.derived().layer_kind;
     let mut seen: Vec<(usize, AttentionBytes, FfnBytes)> = Vec::new();
-    for (i, layer) in encoder.iter().chain(spec.layers.iter()).enumerate() {
+    for (i, layer) in encoder.iter().chain(decoder.iter()).enumerate() {
         let key = match i.checked_sub(encoder.len()) {
             Some(d) => kinds.get(d).copied().unwrap_or(d) + encoder.len(),
             None => encoder.iter().position(|e| e == layer).unwrap_or(i),

@@ -812,11 +812,6 @@ fn transformers_phases(
         logits_to_keep: scenario.logits_to_keep,
         experts: activations::ExpertsPath::Transformers,
     };
-    let mut fwd = forward_peak(spec, &prefill_shape);
-    if enc_dec {
-        // The decoder's first step is one token; the encoder pass dominates, no logits over the prompt.
-        fwd.logits_bytes = b.saturating_mul(spec.vocab_size).saturating_mul(a);
-    }
     let (kv_prefill, kv_decode_before) = if enc_dec {
         let k = layout.bytes(b, 1, encoder_tokens, Moment::AfterPrefill);
         (k, k)
@@ -824,12 +819,59 @@ fn transformers_phases(
         let k = layout.bytes(b, s, encoder_tokens, Moment::AfterPrefill);
         (k, k)
     };
-    let prefill_act = fwd.total();
-    let prefill_peak = resident
-        .saturating_add(kv_prefill)
-        .saturating_add(prefill_act);
+    // An encoder–decoder generates as `generate()` does: the encoder once over the prompt (no cache
+    // exists yet), its output (b·s·H) kept for every step, then one decoder token at a time
+    // against the self- and cross-attention cache, from `decoder_start_token_id`.
+    let encoder_out = if enc_dec {
+        b.saturating_mul(s)
+            .saturating_mul(spec.hidden_size)
+            .saturating_mul(a)
+    } else {
+        0
+    };
+    let decoder_step = |kv_len: u64| {
+        let mut p = activations::decoder_step_peak(
+            spec,
+            &ForwardShape {
+                batch: b,
+                tokens: 1,
+                kv_len,
+                act_bytes: a,
+                attention: scenario.attention,
+                logits_to_keep: 1,
+                experts: activations::ExpertsPath::Transformers,
+            },
+        );
+        p.embeddings_bytes = p.embeddings_bytes.saturating_add(encoder_out);
+        p
+    };
+    let (fwd, prefill_act, prefill_peak) = if enc_dec {
+        let enc = activations::encoder_pass_peak(spec, &prefill_shape);
+        let first = decoder_step(1);
+        let encoder_pass = resident.saturating_add(enc.total());
+        let first_step = resident
+            .saturating_add(kv_prefill)
+            .saturating_add(first.total());
+        let mut fwd = enc;
+        fwd.logits_bytes = first.logits_bytes;
+        // the activations of the phase's peak: the encoder pass (no cache yet) or the first step
+        let act = encoder_pass
+            .max(first_step)
+            .saturating_sub(resident)
+            .saturating_sub(kv_prefill);
+        (fwd, act, encoder_pass.max(first_step))
+    } else {
+        let fwd = forward_peak(spec, &prefill_shape);
+        let act = fwd.total();
+        (
+            fwd,
+            act,
+            resident.saturating_add(kv_prefill).saturating_add(act),
+        )
+    };
     let prefill_end = resident
         .saturating_add(kv_prefill)
+        .saturating_add(encoder_out)
         .saturating_add(fwd.logits_bytes);
 
     // Decode: one token against the cache; torch.cat holds one layer's old and new K (or V).
@@ -843,7 +885,11 @@ fn transformers_phases(
         logits_to_keep: 1,
         experts: activations::ExpertsPath::Transformers,
     };
-    let dec = forward_peak(spec, &decode_shape);
+    let dec = if enc_dec {
+        decoder_step(2)
+    } else {
+        forward_peak(spec, &decode_shape)
+    };
     let cat_copy = layout.largest_layer_half_bytes(b, if enc_dec { 1 } else { s });
     let dequant = match layout.kv_dtype {
         KvDtype::Int8 | KvDtype::Int4 => {
@@ -890,6 +936,7 @@ fn transformers_phases(
     let decode_peak = resident.saturating_add(cat_moment.max(attention_moment));
     let decode_end = resident
         .saturating_add(kv_after_decode)
+        .saturating_add(encoder_out)
         .saturating_add(dec.logits_bytes);
 
     let load_peak = resident.saturating_add(load_transient);
@@ -915,8 +962,17 @@ fn transformers_phases(
             group_thousands(fwd.logits_bytes),
             group_thousands(fwd.final_hidden_bytes),
             group_thousands(fwd.logits_upcast_bytes),
-            group_thousands(prefill_act)
-        ),
+            group_thousands(if enc_dec { fwd.total() } else { prefill_act })
+        ) + &if enc_dec {
+            format!(
+                "; encoder–decoder: the encoder pass above ({} B, before any cache) or the first decoder token against the cache with the encoder output ({} B) kept, whichever is larger, less the cache = {} B",
+                group_thousands(fwd.total()),
+                group_thousands(encoder_out),
+                group_thousands(prefill_act)
+            )
+        } else {
+            String::new()
+        },
         source: "transformers 5 modeling_*.py forward without grad (inputs_embeds and the layer's input held by the callers, residual + normed input, gated MLP act·up 3I, eager: rotated q + repeat_kv copies + scores); generate's fp32 logits copy; docs/formulas/inference.md".into(),
     });
     if buffers_bytes > 0 {
