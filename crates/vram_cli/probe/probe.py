@@ -713,13 +713,28 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
                 out = model(input_ids=ids, **kw)
             # as generate(): an fp32 copy of the last position's logits, greedy choice
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            # state-space models (mamba, falcon-mamba) return their cache as `cache_params`
-            cache_key = "past_key_values"
-            if getattr(out, "past_key_values", None) is None and getattr(out, "cache_params", None) is not None:
-                cache_key = "cache_params"
-            cache = getattr(out, cache_key)
+            # the cache as the output names it, passed back under the same name: `cache` (5.24+),
+            # `past_key_values`, or `cache_params` (state-space models before 5.24)
+            cache_key, cache = "past_key_values", None
+            for key in ("cache", "past_key_values", "cache_params"):
+                found = getattr(out, key, None)
+                if found is not None:
+                    cache_key, cache = key, found
+                    break
             del out
-            measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch))
+            measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch)) if cache is not None else 0
+        if cache is None:
+            # a class without a cache (openai-gpt): generate() runs the whole sequence again
+            with tracker.phase("decode"):
+                ids = torch.cat([ids, nxt], dim=1)
+                with autocast():
+                    out = model(input_ids=ids, **kw)
+                nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
+                del out
+                measured["kv_cache_bytes_after_decode"] = 0
+            if not accepts_keep:
+                measured.setdefault("notes", []).append("forward has no logits_to_keep: logits of all positions")
+            return
         with tracker.phase("decode"):
             with autocast():
                 out = model(input_ids=nxt, **{cache_key: cache}, **kw)
@@ -729,6 +744,12 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
             measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
     if not accepts_keep:
         measured.setdefault("notes", []).append("forward has no logits_to_keep: logits of all positions")
+
+
+def output_cache(out):
+    """The cache a model output carries: `cache` from transformers 5.24, `past_key_values` before."""
+    found = getattr(out, "cache", None)
+    return found if found is not None else getattr(out, "past_key_values", None)
 
 
 def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
@@ -749,7 +770,7 @@ def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
                 start = torch.full((b, 1), int(start_id), dtype=torch.long, device=device)
                 out = model(encoder_outputs=encoder_outputs, decoder_input_ids=start, use_cache=True)
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = out.past_key_values
+            cache = output_cache(out)
             del out
             measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch))
         with tracker.phase("decode"):
@@ -757,7 +778,7 @@ def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
                 out = model(encoder_outputs=encoder_outputs, decoder_input_ids=nxt,
                             past_key_values=cache, use_cache=True)
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = out.past_key_values
+            cache = output_cache(out)
             del out
             measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
 

@@ -379,6 +379,10 @@ pub struct ModelSpec {
     /// `tanh` saves its output for backward: one more logits-sized tensor alive in training.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub final_logit_softcapping: bool,
+    /// The transformers class keeps no KV cache (OpenAI GPT): `generate()` runs the whole sequence
+    /// again for every new token.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_kv_cache: bool,
     /// Non-persistent buffers the model class registers when it is built (causal-mask tables,
     /// sinusoid tables, position ids): in no checkpoint and no parameter count, but allocated on the
     /// device from load on, in every phase.

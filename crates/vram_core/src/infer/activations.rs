@@ -170,16 +170,22 @@ fn uses_rope(spec: &ModelSpec) -> bool {
         && !matches!(spec.text_model_type.as_str(), "gpt2" | "opt" | "bloom")
 }
 
-/// gpt2 adds learned position embeddings into a new tensor (`GPT2Model.forward`).
+/// gpt2 and OpenAI GPT add learned position embeddings into a new tensor (`GPT2Model.forward`,
+/// `OpenAIGPTModel.forward`), and their fused `c_attn` output stays alive through the attention
+/// (q, k and v are views of it).
 fn learned_positions(spec: &ModelSpec) -> bool {
-    spec.text_model_type == "gpt2"
+    matches!(spec.text_model_type.as_str(), "gpt2" | "openai-gpt")
 }
 
 /// Eager score bytes per element: `softmax(dtype=float32)` (llama and its copies, opt, bloom)
 /// holds the masked scores, their fp32 copy and the fp32 result; gpt2, bert and t5 call
 /// `softmax` in the activation dtype (masked scores + result).
 fn score_bytes_per_element(spec: &ModelSpec, act_bytes: u64) -> u64 {
-    if matches!(spec.text_model_type.as_str(), "gpt2" | "bert" | "t5") {
+    if spec.text_model_type == "openai-gpt" {
+        // `Attention._attn`: `w / sqrt(d)`, then `w * b + -1e4 * (1 - b)` holds the scaled scores,
+        // `w * b` and `-1e4 * (1 - b)` when the sum is made: four score-sized tensors in the dtype
+        4 * act_bytes
+    } else if matches!(spec.text_model_type.as_str(), "gpt2" | "bert" | "t5") {
         2 * act_bytes
     } else if act_bytes >= 4 {
         act_bytes + 4
@@ -189,9 +195,9 @@ fn score_bytes_per_element(spec: &ModelSpec, act_bytes: u64) -> u64 {
 }
 
 /// Always-eager architectures (scores materialised whatever `attn_implementation` says): t5 adds a
-/// learned position bias to the scores.
+/// learned position bias to the scores; OpenAI GPT's `Attention._attn` has no other path.
 fn always_eager(spec: &ModelSpec) -> bool {
-    spec.text_model_type == "t5"
+    matches!(spec.text_model_type.as_str(), "t5" | "openai-gpt")
 }
 
 /// Attention block transient of one layer without its input: `(bytes, eager scores, repeat_kv)`.
@@ -545,7 +551,10 @@ fn forward_peak_over(spec: &ModelSpec, s: &ForwardShape, stacks: Stacks) -> Forw
             .saturating_mul(s.tokens)
             .saturating_mul(s.kv_len)
             .saturating_mul(s.act_bytes);
-        p.mask_bytes = if always_eager(spec) {
+        p.mask_bytes = if spec.text_model_type == "openai-gpt" {
+            // its causal mask is the `attn.bias` buffer (a model buffer), cropped as a view
+            0
+        } else if always_eager(spec) {
             // t5's position bias `[batch, heads, tokens, kv_len]` replaces the mask.
             per_mask.saturating_mul(first.map_or(1, |a| a.num_heads))
         } else {

@@ -219,7 +219,9 @@ impl KvLayout {
         let tp = tensor_parallel.max(1);
         // The description of the MLA storage, written once from the last MLA layer.
         let mut last_mla: Option<crate::spec::AttentionSpec> = None;
-        let layers = if spec.kind == ModelKind::EncoderOnly {
+        let no_cache = spec.kind == ModelKind::EncoderOnly
+            || (spec.no_kv_cache && engine == Engine::Transformers);
+        let layers = if no_cache {
             Vec::new()
         } else {
             spec.layers

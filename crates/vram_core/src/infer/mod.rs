@@ -544,6 +544,9 @@ fn estimate_with(
         if spec.kind == ModelKind::EncoderOnly {
             notes.push("encoder-only model: no KV cache; prefill is one forward pass".into());
         }
+        if spec.no_kv_cache && scenario.engine == Engine::Transformers {
+            notes.push("this transformers class keeps no KV cache: generate() runs the whole sequence again for every token".into());
+        }
     }
     let sliding_desc = match scenario.engine {
         Engine::Transformers | Engine::LlamaCpp => "DynamicSlidingWindowLayer keeps a view of the last window − 1 tokens: after prefill the storage of all prompt tokens stays alive, from the first decode step min(tokens + 1, window)".to_string(),
@@ -878,7 +881,8 @@ fn transformers_phases(
     let decode_len = if enc_dec { 2 } else { s.saturating_add(1) };
     let decode_shape = ForwardShape {
         batch: b,
-        tokens: 1,
+        // without a cache every step runs the whole sequence again
+        tokens: if spec.no_kv_cache { decode_len } else { 1 },
         kv_len: decode_len,
         act_bytes: a,
         attention: scenario.attention,

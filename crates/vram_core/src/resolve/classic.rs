@@ -89,6 +89,7 @@ fn spec(
         max_position_embeddings: max_pos,
         tie_word_embeddings: tie,
         final_logit_softcapping: false,
+        no_kv_cache: false,
         runtime_buffers: Vec::new(),
         hidden_act: act.into(),
         norm,

@@ -524,6 +524,7 @@ pub(crate) fn decoder(
             .value("final_logit_softcapping")
             .and_then(serde_json::Value::as_f64)
             .is_some_and(|c| c > 0.0),
+        no_kv_cache: false,
         runtime_buffers: Vec::new(),
         hidden_act,
         norm: fl.norm,

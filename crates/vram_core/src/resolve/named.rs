@@ -483,7 +483,12 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         conv1d: true,
         ..GPT_NAMES
     };
-    let act = f.str("afn")?.unwrap_or("gelu");
+    // modeling_openai.py `ACT_FNS`: "gelu" is `gelu_new` (the tanh form), "swish" is silu
+    let act = match f.str("afn")?.unwrap_or("gelu") {
+        "gelu" => "gelu_new",
+        "swish" => "silu",
+        other => other,
+    };
     let drop = dropouts(f, &["attn_pdrop"], &["resid_pdrop"])?;
     let n_pos = s.max_pos;
     let mut spec = build("openai-gpt", lay, s, false, act, drop, &none, "lm_head");
@@ -500,6 +505,8 @@ pub(crate) fn openai_gpt(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         elements: n_pos,
         dtype: BufferDtype::Int64,
     });
+    // `OpenAIGPTLMHeadModel` takes no `past_key_values` and returns none.
+    spec.no_kv_cache = true;
     Ok(spec)
 }
 
