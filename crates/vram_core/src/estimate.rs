@@ -164,6 +164,7 @@ impl Device {
             Device::Cpu => crate::report::DeviceOverheads {
                 cuda_context_bytes: 0,
                 workspace_bytes: 0,
+                torch_fallbacks: true,
             },
         }
     }

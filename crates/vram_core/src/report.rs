@@ -72,6 +72,10 @@ pub struct DeviceOverheads {
     pub cuda_context_bytes: u64,
     /// cuBLAS/cuBLASLt workspace allocated on the first matmul (through the caching allocator).
     pub workspace_bytes: u64,
+    /// The model runs on PyTorch's CPU kernels (`vram measure --device cpu`): transformers takes its
+    /// torch fallbacks where CUDA has kernels (mamba-2's chunked scan).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub torch_fallbacks: bool,
 }
 
 impl Default for DeviceOverheads {
@@ -82,6 +86,7 @@ impl Default for DeviceOverheads {
         DeviceOverheads {
             cuda_context_bytes: 500 << 20,
             workspace_bytes: 32 << 20,
+            torch_fallbacks: false,
         }
     }
 }

@@ -105,6 +105,14 @@ pub struct SsmSpec {
     /// 0 in documents written before it was recorded: read as `d_inner`.
     #[serde(default)]
     pub conv_dim: u64,
+    /// Mamba-2's scan chunk (`chunk_size`); 0 for mamba-1 and in documents written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub chunk_size: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl SsmSpec {
@@ -442,6 +450,18 @@ pub(crate) fn layer_index_span(name: &str, layer: u32) -> Option<(usize, usize)>
 }
 
 impl ModelSpec {
+    /// Whether transformers keeps tensor `t` in fp32 whatever dtype the model is loaded in: the
+    /// MoE routers of DeepSeek-V2/V3 (and Kimi-K2's copy), GLM-4-MoE and Nemotron-H, whose
+    /// `TopkRouter` creates its weight and `e_score_correction_bias` with `dtype=torch.float32`
+    /// and whose model class lists them in `_keep_in_fp32_modules_strict` (transformers 5.24).
+    pub fn keeps_fp32(&self, t: &TensorSpec) -> bool {
+        t.component == Component::Router
+            && matches!(
+                self.text_model_type.as_str(),
+                "deepseek_v2" | "deepseek_v3" | "kimi_k2" | "glm4_moe" | "nemotron_h"
+            )
+    }
+
     /// Bytes of the [`ModelSpec::runtime_buffers`] for parameters `model_dtype_bytes` wide.
     pub fn runtime_buffer_bytes(&self, model_dtype_bytes: u64) -> u64 {
         self.runtime_buffers

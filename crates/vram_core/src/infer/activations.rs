@@ -1,8 +1,8 @@
 //! Transient activation memory of a forward pass without gradients (prefill, decode, vLLM's
 //! profiling run): what is alive at the peak of the largest layer, and at the head.
 //!
-//! Derived from the installed transformers 5.17 / torch 2.11 sources and checked allocation by
-//! allocation against the CPU profiler (live tensors at the peak, `docs/formulas/inference.md`
+//! Derived from the transformers 5.17 / torch 2.11 sources, re-checked under the pinned 5.24 / 2.15
+//! (docs/measurements/types), and checked allocation by allocation against the CPU profiler (live tensors at the peak, `docs/formulas/inference.md`
 //! §Prefill and decode peaks). For `T = batch × tokens` tokens in the activation dtype `a`:
 //! - the whole forward (`LlamaModel.forward` and its copies, `GPT2Model.forward`): `inputs_embeds`
 //!   (`T × h`) stays bound in the model's frame until it returns; gpt2 also keeps its learned
@@ -37,7 +37,7 @@
 //!   (`batch × vocab × 4 B`) with the logits once the hidden state is freed.
 
 use crate::scenario::AttentionImpl;
-use crate::spec::{FfnSpec, LayerSpec, ModelKind, ModelSpec};
+use crate::spec::{FfnSpec, LayerSpec, ModelKind, ModelSpec, SsmSpec};
 
 /// Inputs of one forward.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +56,19 @@ pub struct ForwardShape {
     pub logits_to_keep: u64,
     /// How the MoE experts run: transformers' own path, or vLLM's fused kernel.
     pub experts: ExpertsPath,
+    /// How a mamba-2 mixer scans: the mamba-ssm kernels, or transformers' torch fallback.
+    pub ssm_scan: SsmScan,
+}
+
+/// How a mamba-2 mixer (Nemotron-H) runs its chunked scan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SsmScan {
+    /// The mamba-ssm / causal-conv1d kernels (vLLM; transformers on CUDA with them installed).
+    #[default]
+    Kernels,
+    /// transformers' torch fallback `mamba2_chunk_scan` (the CPU, or CUDA without mamba-ssm): the
+    /// prompt padded to whole chunks and expanded in fp32, with per-chunk `l × l` segment sums.
+    Torch,
 }
 
 /// How the MoE experts of a forward run.
@@ -315,6 +328,13 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
                 .saturating_mul(2)
                 .saturating_add(ssm.conv_channels() - ssm.d_inner)
                 .saturating_add(ssm.dt_rank);
+            if s.ssm_scan == SsmScan::Torch {
+                // in_proj's output and the convolved xBC stay while `mamba2_chunk_scan` runs
+                return t
+                    .saturating_mul(in_proj.saturating_add(ssm.conv_channels()))
+                    .saturating_mul(a)
+                    .saturating_add(torch_chunk_scan_bytes(&ssm, s.batch, s.tokens));
+            }
             let width = in_proj
                 .saturating_add(ssm.conv_channels())
                 .saturating_add(ssm.d_inner.saturating_mul(2));
@@ -337,6 +357,41 @@ fn ffn_bytes(spec: &ModelSpec, layer: &LayerSpec, s: &ForwardShape) -> (u64, u64
     } else {
         (ffn, routing)
     }
+}
+
+/// transformers 5.24's torch `mamba2_chunk_scan` (modeling_nemotron_h.py) at its peak, all fp32,
+/// for `tokens` padded to `P = c × l` (c chunks of `chunk_size` l), h heads of p channels, state n:
+/// the padded `x` and `D·x`, B and C repeated to every head (`3 × P·h·n` with `B·decay`), the
+/// segment sum L, the scores G and `M = G·L` (`3 × h·c·l²`), `Y_diag`, `C·states`, `Y_off`, their sum
+/// and its contiguous copy (`7 × P·h·p` with the two above), the chunk states and their
+/// concatenation with the initial state (`(2c + 1) × h·p·n`), and four `[h, P]` decay tensors.
+/// Measured on the CPU (Nemotron-3-Nano, 128 tokens in one chunk of 256): 180,487,680 B above the
+/// mixer's inputs, 1,536 B more than this.
+fn torch_chunk_scan_bytes(ssm: &SsmSpec, batch: u64, tokens: u64) -> u64 {
+    let heads = ssm.dt_rank.max(1);
+    let head_dim = ssm.d_inner / heads;
+    let n = ssm.state_size;
+    let l = if ssm.chunk_size == 0 {
+        128
+    } else {
+        ssm.chunk_size
+    };
+    let chunks = tokens.div_ceil(l).max(1);
+    let padded = chunks.saturating_mul(l);
+    let per = |elems: u64| batch.saturating_mul(elems).saturating_mul(4);
+    let x = per(padded.saturating_mul(heads).saturating_mul(head_dim));
+    let bc = per(padded.saturating_mul(heads).saturating_mul(n));
+    let scores = per(heads
+        .saturating_mul(chunks)
+        .saturating_mul(l)
+        .saturating_mul(l));
+    let state = per(heads.saturating_mul(head_dim).saturating_mul(n));
+    let decay = per(heads.saturating_mul(padded));
+    x.saturating_mul(7)
+        .saturating_add(bc.saturating_mul(3))
+        .saturating_add(scores.saturating_mul(3))
+        .saturating_add(state.saturating_mul(2 * chunks + 1))
+        .saturating_add(decay.saturating_mul(4))
 }
 
 /// The feed-forward block's transient of one layer, and its MoE routing part.
@@ -605,6 +660,7 @@ mod tests {
             attention,
             logits_to_keep: 1,
             experts: ExpertsPath::Transformers,
+            ssm_scan: SsmScan::Kernels,
         }
     }
 
@@ -678,6 +734,7 @@ mod tests {
             attention: AttentionImpl::Sdpa,
             logits_to_keep: 1,
             experts: ExpertsPath::Transformers,
+            ssm_scan: SsmScan::Kernels,
         };
         let p = forward_peak(&s, &sh);
         assert_eq!(p.layer_bytes, 2046 * (3 * 768 + 4 * 3072) * 4);

@@ -797,6 +797,11 @@ fn transformers_phases(
     let s = scenario.seq_len;
     let a = compute.bytes();
     let enc_dec = spec.kind == ModelKind::EncoderDecoder;
+    let ssm_scan = if overheads.torch_fallbacks {
+        activations::SsmScan::Torch
+    } else {
+        activations::SsmScan::Kernels
+    };
     let weights_bytes = w.total_bytes;
     // The model class's non-persistent buffers (causal-mask and sinusoid tables), resident from load.
     let buffers_bytes = spec.runtime_buffer_bytes(a);
@@ -814,6 +819,7 @@ fn transformers_phases(
         attention: scenario.attention,
         logits_to_keep: scenario.logits_to_keep,
         experts: activations::ExpertsPath::Transformers,
+        ssm_scan,
     };
     let (kv_prefill, kv_decode_before) = if enc_dec {
         let k = layout.bytes(b, 1, encoder_tokens, Moment::AfterPrefill);
@@ -843,6 +849,7 @@ fn transformers_phases(
                 attention: scenario.attention,
                 logits_to_keep: 1,
                 experts: activations::ExpertsPath::Transformers,
+                ssm_scan,
             },
         );
         p.embeddings_bytes = p.embeddings_bytes.saturating_add(encoder_out);
@@ -888,6 +895,7 @@ fn transformers_phases(
         attention: scenario.attention,
         logits_to_keep: 1,
         experts: activations::ExpertsPath::Transformers,
+        ssm_scan,
     };
     let dec = if enc_dec {
         decoder_step(2)

@@ -448,6 +448,7 @@ impl ActivationPeak {
             attention: AttentionImpl::Flash,
             logits_to_keep: 1,
             experts,
+            ssm_scan: super::activations::SsmScan::Kernels,
         };
         let p = forward_peak(spec, &shape);
         // Tensor parallelism splits the MLP/attention intermediates; the residual stream is

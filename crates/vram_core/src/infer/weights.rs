@@ -237,9 +237,14 @@ pub fn weights(
                 .saturating_add(quantized_linear_bytes(format, e, out, inp).saturating_mul(count));
         } else {
             b.unquantized_params = b.unquantized_params.saturating_add(n.saturating_mul(count));
+            let elem = if spec.keeps_fp32(t) {
+                float_bytes.max(4)
+            } else {
+                float_bytes
+            };
             b.unquantized_bytes = b
                 .unquantized_bytes
-                .saturating_add(n.saturating_mul(float_bytes).saturating_mul(count));
+                .saturating_add(n.saturating_mul(elem).saturating_mul(count));
         }
     }
     b.total_bytes = b.quantized_bytes.saturating_add(b.unquantized_bytes);

@@ -852,6 +852,7 @@ pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Config
         conv_kernel: conv,
         dt_rank,
         conv_dim: d_inner,
+        chunk_size: 0,
     };
     let mut b = Builder::default();
     b.embedding("backbone.embeddings", Component::Embedding, vocab, hidden);

@@ -131,6 +131,7 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         conv_kernel: conv,
         dt_rank,
         conv_dim: d_inner,
+        chunk_size: 0,
     };
     // (attention, MoE) per layer; identical layers are built once per evenly spaced run
     let kinds: Vec<(bool, bool)> = (0..n)
@@ -308,6 +309,9 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         conv_kernel: conv,
         dt_rank: m_heads,
         conv_dim,
+        chunk_size: f
+            .positive_any(&["chunk_size", "mamba_chunk_size"])?
+            .unwrap_or(128),
     };
     let runs = progressions(&kinds);
     let mut b = Builder::with_capacity(runs.len().saturating_mul(20).saturating_add(4));
@@ -464,6 +468,7 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         conv_kernel: conv,
         dt_rank: at.num_heads,
         conv_dim: lru,
+        chunk_size: 0,
     };
     let mut b = Builder::default();
     b.embedding("model.embed_tokens", Component::Embedding, vocab, hidden);

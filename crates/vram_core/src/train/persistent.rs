@@ -254,7 +254,13 @@ pub fn persistent(
     for g in &derived.groups {
         let t = &spec.tensors[g.first];
         let numel = g.numel;
-        let plain = numel.saturating_mul(precision.param_bytes);
+        // routers transformers keeps in fp32 (`ModelSpec::keeps_fp32`) hold fp32 gradients and states
+        let (param_bytes, state_elem) = if spec.keeps_fp32(t) {
+            (precision.param_bytes.max(4), full_state_elem.max(4))
+        } else {
+            (precision.param_bytes, full_state_elem)
+        };
+        let plain = numel.saturating_mul(param_bytes);
         let trainable = lora.is_none() && !t.buffer;
         let weight_bytes = match (lora.is_some(), base_quant) {
             (true, BaseQuant::Nf4) if quantizable(t) => {
@@ -271,8 +277,8 @@ pub fn persistent(
         };
         let (grad_bytes, states) = if trainable {
             (
-                numel.saturating_mul(precision.param_bytes),
-                state_tensors(opt, &t.shape, full_state_elem),
+                numel.saturating_mul(param_bytes),
+                state_tensors(opt, &t.shape, state_elem),
             )
         } else {
             (0, StateTensors::default())
