@@ -3,7 +3,7 @@
 #
 # What it needs there: this repository's working tree, the x86-64 `vram` binary built here
 # (target/debug/vram or target/release/vram, or VRAM=/path/to/vram), and a python3 with torch and
-# transformers (tested against torch 2.11 / transformers 5.17; no network needed: the models are built
+# transformers (tested against torch 2.15 / transformers 5.24; no network needed: the models are built
 # from ../shared/configs with random weights). peft is needed for the LoRA cases: when it is missing
 # those cases end with "LoRA needs peft" and the rest still run.
 #

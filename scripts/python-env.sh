@@ -6,7 +6,7 @@
 #
 # The venv holds torch, transformers, peft and accelerate at pinned versions (PyPI only; torch's
 # Linux x86-64 wheel from PyPI pulls the CUDA runtime packages, ~4 GB in all). The pins match the
-# GPU machine the CUDA matrix is prepared for (torch 2.11, transformers 5.17), so CPU and CUDA
+# GPU machine the CUDA matrix is prepared for (torch 2.15, transformers 5.24), so CPU and CUDA
 # reports come from the same library code.
 #
 # Fast no-op when the venv already imports the pinned versions. Prints the python path on stdout
@@ -14,8 +14,8 @@
 set -euo pipefail
 
 VENV="${VRAM_VENV:-$HOME/.cache/vram/venv}"
-TORCH_VERSION="2.11.0"
-TRANSFORMERS_VERSION="5.17.0"
+TORCH_VERSION="2.15.0"
+TRANSFORMERS_VERSION="5.24.0"
 PEFT_VERSION="0.21.2"
 ACCELERATE_VERSION="1.15.0"
 
