@@ -476,6 +476,8 @@ pub fn component(lang: Lang, key: &str) -> String {
         ("kv_cache", true) => "KV 缓存",
         ("logits", false) => "Logits",
         ("logits", true) => "Logits",
+        ("model_buffers", false) => "Model buffers (masks, position tables)",
+        ("model_buffers", true) => "模型缓冲区（掩码、位置表）",
         ("cache_growth", false) => "KV cache growth (decode)",
         ("cache_growth", true) => "KV 缓存增长（解码）",
         ("load_transient", false) => "Load transient",

@@ -288,6 +288,7 @@ fn compute(
         optimizer_bytes: shard.optimizer_bytes,
         optimizer_temp_bytes: temp,
         buffers_bytes: shard.buffers_bytes,
+        model_buffers_bytes: shard.model_buffers_bytes,
         states_at_init: shard.states_at_init,
         grad_accumulation: scenario.grad_accumulation,
         // Bytes beyond all gradients at the embedding's backward, the last node. Its incoming

@@ -27,8 +27,10 @@ pub struct PhaseInputs {
     pub optimizer_bytes: u64,
     /// Optimizer step temporaries (0 when offloaded).
     pub optimizer_temp_bytes: u64,
-    /// Communication buffers (DDP / ZeRO buckets, stage-3 gathered layers).
+    /// Buffers: communication (DDP / ZeRO buckets, stage-3 gathered layers) and the model's own.
     pub buffers_bytes: u64,
+    /// The model class's non-persistent buffers (part of `buffers_bytes`).
+    pub model_buffers_bytes: u64,
     /// States created at initialisation (DeepSpeed) rather than in the first step.
     pub states_at_init: bool,
     /// Micro-batches per optimizer step.
@@ -213,9 +215,17 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
         peak_allocated_bytes: w + load_states + inp.load_transient_bytes,
         components: [
             ("weights", inp.weights_bytes),
-            ("buffers", inp.buffers_bytes),
+            (
+                "buffers",
+                inp.buffers_bytes.saturating_sub(inp.model_buffers_bytes),
+            ),
+            // written only for models that have such buffers
+            if inp.model_buffers_bytes > 0 {
+                ("model_buffers", inp.model_buffers_bytes)
+            } else {
+                ("", 0)
+            },
             ("optimizer", load_states),
-            ("", 0),
             ("", 0),
         ],
     };

@@ -31,6 +31,9 @@ pub struct Sharded {
     /// Buffers: DDP gradient buckets, ZeRO reduce bucket, stage-3 gathered layers, and the model
     /// class's non-persistent buffers ([`ModelSpec::runtime_buffers`]).
     pub buffers_bytes: u64,
+    /// The model class's non-persistent buffers, the part of `buffers_bytes` that is not for
+    /// communication.
+    pub model_buffers_bytes: u64,
     /// Host RAM that offload needs, per GPU process.
     pub cpu_offload_bytes: u64,
     /// Whether optimizer states live on the GPU (their step temporaries too).
@@ -88,6 +91,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             gradients_bytes: g,
             optimizer_bytes: if s.offload_optimizer { 0 } else { states },
             buffers_bytes: ddp.saturating_add(model_buffers),
+            model_buffers_bytes: model_buffers,
             cpu_offload_bytes: if s.offload_optimizer { states } else { 0 },
             optimizer_on_gpu: !s.offload_optimizer,
             states_at_init: false,
@@ -161,6 +165,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         gradients_bytes: grads,
         optimizer_bytes: if offload_opt { 0 } else { opt_partition },
         buffers_bytes: buffers,
+        model_buffers_bytes: model_buffers,
         cpu_offload_bytes: cpu,
         optimizer_on_gpu: !offload_opt,
         states_at_init: true,
