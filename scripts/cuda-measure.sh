@@ -25,7 +25,9 @@
 # up what a deadline skipped): Llama-3.2-1B, Llama-3.2-3B (the 1B config with the published 3B shape set by --set: hidden
 # 3072, MLP 8192, 28 layers, 24 heads × 128, 8 KV heads; 3,212,749,824 parameters) and Qwen2.5-7B, in
 # bf16 with and without LoRA, and one case that must not fit (exit code 3, outcome does-not-fit), to
-# check the OOM path; then every line of scripts/measure-cases.txt (the CPU matrix, here on CUDA).
+# check the OOM path; then every line of scripts/measure-cases.txt (the CPU matrix, here on CUDA), then
+# the model-type cases of types_cases below (their presets are in crates/vram_core/presets: run with
+# VRAM_CONFIGS=crates/vram_core/presets).
 #
 # Where the python has vLLM, also the vLLM start-up cases (scripts/vllm-startup.py; logs and the
 # matching `vram estimate --vllm-version <installed>` in OUT_DIR/vllm/).
@@ -80,6 +82,15 @@ qwen2.5-7b-train-fp32-adamw-b8-s4096-must-oom  | $Q7B | --mode train --dtype fp3
 CASES
 }
 
+# Model-type cases (scripts/measure-types.txt) whose modelling was checked on the CPU only: encoders
+# fine-tuned for classification (bert), t5 generating, OpenAI GPT without a cache, the model buffers
+# (gpt_bigcode), LoRA on fused experts (olmoe), Nemotron-H's mamba-2 (kernels where mamba-ssm is
+# installed, else the torch fallback), DeepSeek-V3's fp32 router, EXAONE.
+types_cases() {
+  grep -v '^[[:space:]]*#' scripts/measure-types.txt \
+    | grep -E '^type-(bert|t5-infer|openai-gpt-infer|gpt_bigcode|olmoe|nemotron_h|deepseek_v3-infer|exaone)'
+}
+
 matches() {
   [ ${#ONLY_WORDS[@]} -eq 0 ] && return 0
   local w
@@ -93,7 +104,7 @@ CONFIGS_DIR_FOR_RANKS="$ROOT/crates/vram_core/presets"
 timings="$OUT_DIR/.timings.tsv"
 : > "$timings"
 watched=0
-{ large_cases; grep -v '^[[:space:]]*#' scripts/measure-cases.txt; } | while IFS='|' read -r id config flags; do
+{ large_cases; grep -v '^[[:space:]]*#' scripts/measure-cases.txt; types_cases; } | while IFS='|' read -r id config flags; do
   id="$(trim "$id")"; config="$(trim "${config:-}")"
   [ -z "$id" ] && continue
   matches "$id" || continue
