@@ -445,6 +445,43 @@ pub fn estimate_training_counting(
         },
         "params.rs inventory; bitsandbytes functional.quantize_4bit; docs/formulas/training.md §Weights",
     ));
+    if let Some(plan) = plan.as_ref() {
+        let stacks: Vec<&lora::ParamAdapter> = plan
+            .param_adapters
+            .iter()
+            .filter(|a| a.materializes_stack())
+            .collect();
+        if !stacks.is_empty() {
+            let per_step: u64 = stacks
+                .iter()
+                .map(|a| {
+                    let t = &spec.tensors[a.tensor];
+                    t.numel()
+                        .saturating_mul(t.count())
+                        .saturating_mul(precision.param_bytes)
+                })
+                .fold(0, u64::saturating_add);
+            terms.push(term(
+                "lora_expert_stacks",
+                per_step,
+                format!(
+                    "peft adapts the fused expert stacks of {} MoE layers as parameters (target_parameters, rank × experts); each forward folds the adapter into a new stack (baddbmm) that is saved for backward: {} B over those layers{} (in the activations). LoRA on the attention projections only (q_proj,k_proj,v_proj,o_proj) avoids it",
+                    stacks
+                        .iter()
+                        .map(|a| spec.tensors[a.tensor].count())
+                        .max()
+                        .unwrap_or(0),
+                    g(per_step),
+                    if scenario.grad_checkpointing {
+                        "; gradient checkpointing keeps one layer's at a time"
+                    } else {
+                        ""
+                    }
+                ),
+                "peft 0.21 utils/transformers_weight_conversion.py _convert_peft_config_moe, tuners/lora/layer.py ParamWrapper / _LoraFactorsProxy; docs/formulas/training.md §Activations",
+            ));
+        }
+    }
     terms.push(term(
         "gradients",
         shard.gradients_bytes,
