@@ -704,6 +704,14 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
     kw = {"use_cache": True}
     if accepts_keep:
         kw["logits_to_keep"] = keep
+    # recurrent_gemma keeps its recurrent states in its modules and returns no cache: the caller
+    # owns the attention layers' DynamicCache, as generate() does, and the states are read off the
+    # modules
+    own_cache = None
+    if model.config.model_type in MODULE_STATE_TYPES:
+        import transformers
+        own_cache = transformers.DynamicCache(config=model.config)
+        kw["cache"] = own_cache
     with torch.no_grad():
         with tracker.phase("prefill"):
             g = torch.Generator(device="cpu").manual_seed(0)
@@ -722,7 +730,9 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
                     cache_key, cache = key, found
                     break
             del out
-            measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch)) if cache is not None else 0
+            if own_cache is not None:
+                cache_key, cache = "cache", own_cache
+            measured["kv_cache_bytes"] = cache_bytes(torch, model, cache) if cache is not None else 0
         if cache is None:
             # a class without a cache (openai-gpt): generate() runs the whole sequence again
             with tracker.phase("decode"):
@@ -737,13 +747,33 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
             return
         with tracker.phase("decode"):
             with autocast():
-                out = model(input_ids=nxt, **{cache_key: cache}, **kw)
+                if own_cache is not None:
+                    out = model(input_ids=nxt, **kw)
+                else:
+                    out = model(input_ids=nxt, **{cache_key: cache}, **kw)
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = getattr(out, cache_key)
+            cache = own_cache if own_cache is not None else getattr(out, cache_key)
             del out
-            measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
+            measured["kv_cache_bytes_after_decode"] = cache_bytes(torch, model, cache)
     if not accepts_keep:
         measured.setdefault("notes", []).append("forward has no logits_to_keep: logits of all positions")
+
+
+# model types whose recurrent states live in their modules (`conv1d_state`, `recurrent_states`)
+MODULE_STATE_TYPES = ("recurrent_gemma",)
+
+
+def cache_bytes(torch, model, cache):
+    """Bytes of a cache object's tensors, plus the recurrent states a MODULE_STATE_TYPES model keeps
+    in its modules."""
+    tensors = list(tensors_in(cache, torch))
+    if model.config.model_type in MODULE_STATE_TYPES:
+        for mod in model.modules():
+            for name in ("conv1d_state", "recurrent_states"):
+                t = getattr(mod, name, None)
+                if isinstance(t, torch.Tensor):
+                    tensors.append(t)
+    return unique_storage_bytes(tensors)
 
 
 def output_cache(out):

@@ -154,7 +154,6 @@ are exact (64 B) and the peak is within 1 %; a case that differs must be a liste
 Not measured:
 - `minicpm`, `internlm2`, `chatglm`, `baichuan`, `deepseek` (V1 MoE): their checkpoints need the
   model's own code (`trust_remote_code`), which the offline probe does not fetch.
-- Inference of `recurrent_gemma` (its output carries no cache to decode from).
 - Training of `nemotron_h` and `jamba`: hybrid training is not modelled (the estimate refuses).
 ";
 

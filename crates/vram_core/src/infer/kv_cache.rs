@@ -147,6 +147,10 @@ pub enum LayerCache {
         /// RecurrentGemma's `recurrent_states` in `torch.float32`); 0 for vLLM, whose
         /// `mamba_ssm_cache_dtype` "auto" keeps it in the model dtype.
         fp32_elements_per_sequence: u64,
+        /// Elements of the compute-dtype state not yet there right after prefill: RecurrentGemma's
+        /// prefill keeps `conv1d_state` `width − 1` wide (`F.pad(x, (width − len − 1, 0))`), and the
+        /// first decode step's `torch.cat` makes it `width` (a view of the grown tensor).
+        prefill_short_elements: u64,
     },
     /// Nothing cached.
     None,
@@ -239,10 +243,17 @@ impl KvLayout {
                             Engine::Transformers => LayerCache::State {
                                 elements_per_sequence: conv_state,
                                 fp32_elements_per_sequence: ssm_state,
+                                prefill_short_elements: if spec.text_model_type == "recurrent_gemma"
+                                {
+                                    ssm.conv_channels()
+                                } else {
+                                    0
+                                },
                             },
                             Engine::Vllm | Engine::LlamaCpp => LayerCache::State {
                                 elements_per_sequence: conv_state.saturating_add(ssm_state),
                                 fp32_elements_per_sequence: 0,
+                                prefill_short_elements: 0,
                             },
                         };
                     }
@@ -422,6 +433,7 @@ impl KvLayout {
                 LayerCache::State {
                     elements_per_sequence,
                     fp32_elements_per_sequence,
+                    ..
                 } => elements_per_sequence
                     .saturating_mul(self.compute.bytes())
                     .saturating_add(fp32_elements_per_sequence.saturating_mul(4))
@@ -464,9 +476,17 @@ impl KvLayout {
                     LayerCache::State {
                         elements_per_sequence,
                         fp32_elements_per_sequence,
-                    } => elements_per_sequence
-                        .saturating_mul(self.compute.bytes())
-                        .saturating_add(fp32_elements_per_sequence.saturating_mul(4)),
+                        prefill_short_elements,
+                    } => {
+                        let elements = if moment == Moment::AfterPrefill {
+                            elements_per_sequence.saturating_sub(prefill_short_elements)
+                        } else {
+                            elements_per_sequence
+                        };
+                        elements
+                            .saturating_mul(self.compute.bytes())
+                            .saturating_add(fp32_elements_per_sequence.saturating_mul(4))
+                    }
                     _ => self
                         .layer_bytes_per_token(l)
                         .saturating_mul(self.held_tokens(l, tokens, moment)),
