@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use vram_core::gpu_catalog::{self, GpuKind};
 use vram_core::infer::llama_cpp::fit::Machine;
-use vram_core::scenario::{BaseQuant, Engine, Lora, LoraTargets, Mode};
+use vram_core::scenario::{BaseQuant, Dtype, Engine, Lora, LoraTargets, MixedPrecision, Mode};
 use vram_core::Scenario;
 
 /// What the user is doing: the page asks one question per task and shows only its inputs.
@@ -129,11 +129,14 @@ impl Default for LocalMachine {
 }
 
 /// The fine-tuning scenario a newcomer would choose, as the peft / TRL recipes set it up: LoRA r 16,
-/// alpha 32 on all linear layers (`target_modules="all-linear"`), bf16 autocast over the frozen base,
-/// AdamW on the adapters, and gradient checkpointing on (TRL's `SFTConfig` and the QLoRA recipes
-/// turn it on; it is what lets a 7B adapter train on one consumer card).
+/// alpha 32 on all linear layers (`target_modules="all-linear"`), the frozen base loaded in bf16
+/// (`torch_dtype=torch.bfloat16`; QLoRA's `bnb_4bit_compute_dtype` too) under bf16 autocast
+/// (`bf16=True`), AdamW on the fp32 adapters, and gradient checkpointing on (TRL's `SFTConfig` and
+/// the QLoRA recipes turn it on; it is what lets a 7B adapter train on one consumer card).
 pub fn finetune_default() -> Scenario {
     Scenario {
+        dtype: Dtype::Bf16,
+        mixed_precision: MixedPrecision::Bf16,
         lora: Some(Lora {
             r: 16,
             alpha: 32,

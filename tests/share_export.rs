@@ -454,7 +454,7 @@ fn csv_starts_with_context_and_names_bytes() {
 # batch_per_gpu_sequences,4
 # seq_len_tokens,2048
 # grad_accumulation,4
-# dtype,fp32
+# dtype,bf16
 # mixed_precision,bf16
 # optimizer,adamw-8bit
 # grad_checkpointing,yes
@@ -506,7 +506,7 @@ fn markdown_starts_with_context_in_gib() {
 | batch_per_gpu_sequences | 4 |
 | seq_len_tokens | 2048 |
 | grad_accumulation | 4 |
-| dtype | fp32 |
+| dtype | bf16 |
 | mixed_precision | bf16 |
 | optimizer | adamw-8bit |
 | grad_checkpointing | yes |
@@ -683,7 +683,7 @@ bnb_config = BitsAndBytesConfig(
 )
 model = AutoModelForCausalLM.from_pretrained(
     "meta-llama/Llama-3.1-8B",
-    torch_dtype=torch.float32,
+    torch_dtype=torch.bfloat16,
     attn_implementation="sdpa",
     quantization_config=bnb_config,
 )

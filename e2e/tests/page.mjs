@@ -28,7 +28,7 @@ async function setField(page, key, value) {
 // The page's three tasks as `vram estimate` flags (the page's defaults: Serve is vLLM with
 // max_model_len = the context typed; Fine-tune is LoRA r 16 on all linear layers with checkpointing).
 const SERVE = ['--infer', '--engine', 'vllm', '--max-model-len', '4096'];
-const FINETUNE = ['--train', '--lora-r', '16', '--lora-targets', 'all-linear', '--grad-checkpointing'];
+const FINETUNE = ['--train', '--dtype', 'bf16', '--mixed-precision', 'bf16', '--lora-r', '16', '--lora-targets', 'all-linear', '--grad-checkpointing'];
 const TRAIN = ['--train'];
 
 test('each task of three dropped configs shows the verdict total of vram estimate --json', async ({ page }) => {

@@ -36,7 +36,7 @@ test('fine-tune: Llama-2-70B QLoRA on one RTX 4090 does not fit, says so, and ea
   await chooseTask(page, 'finetune');
   await page.selectOption('[data-testid="f-method"]', 'qlora');
   await page.selectOption('[data-testid="f-gpu"]', 'rtx4090');
-  const cli = cliEstimate('meta-llama__Llama-2-70b-hf', ['--train', '--lora-r', '16', '--lora-targets', 'all-linear', '--grad-checkpointing', '--lora-base', 'nf4']);
+  const cli = cliEstimate('meta-llama__Llama-2-70b-hf', ['--train', '--dtype', 'bf16', '--mixed-precision', 'bf16', '--lora-r', '16', '--lora-targets', 'all-linear', '--grad-checkpointing', '--lora-base', 'nf4']);
   await waitVerdictTotal(page, cli.train.device_bytes);
   const v = await verdictOf(page);
   assertEq(v.fits, 'no', '35 GB of NF4 weights do not fit 23.58 GiB');
