@@ -64,7 +64,8 @@ pub struct ScenarioArgs {
     #[arg(long, value_enum)]
     pub dtype: Option<DtypeArg>,
     /// Autocast over fp32 master weights. Default for training: bf16, unless --dtype is given
-    /// (then none: `--dtype fp32` alone is pure fp32); for inference: none.
+    /// (then none: `--dtype fp32` alone is pure fp32); with --lora-r and neither flag, a bf16 base
+    /// under bf16 autocast (the peft / TRL recipes); for inference: none.
     #[arg(long, value_enum)]
     pub mixed_precision: Option<MixedArg>,
     /// Optimizer.
@@ -214,6 +215,13 @@ impl ScenarioArgs {
                 targets,
                 base_quant,
             });
+            // LoRA trains adapters over a frozen base that the peft / TRL recipes load in bf16
+            // (`torch_dtype=torch.bfloat16`, QLoRA's unquantized rest too) under bf16 autocast: the
+            // default here, not the fp32 master weights of full training.
+            if mode == Mode::Train && self.dtype.is_none() && self.mixed_precision.is_none() {
+                s.dtype = Dtype::Bf16;
+                s.mixed_precision = MixedPrecision::Bf16;
+            }
         }
         if let Some(g) = self.gpus {
             s.gpus = g;
