@@ -647,9 +647,7 @@ def run_train(torch, model, head, scenario, device, tracker, measured, autocast)
         sfx = "" if step == 1 else "_2"
         with tracker.phase("forward" + sfx):
             if ids is None:
-                g = torch.Generator(device="cpu").manual_seed(0)
-                ids = torch.randint(0, vocab, (b, s), generator=g).to(device)
-                measured["input_bytes"] = ids.untyped_storage().nbytes()
+                ids = prompt_ids(torch, vocab, b, s, device, measured)
                 # a class label per sequence (int64), or the tokens themselves for a language model
                 labels = (torch.zeros(b, dtype=torch.long, device=device)
                           if head == "sequence-classification" else ids)
@@ -685,9 +683,7 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
         # an encoder has no cache and generates nothing: inference is one forward pass
         with torch.no_grad():
             with tracker.phase("prefill"):
-                g = torch.Generator(device="cpu").manual_seed(0)
-                ids = torch.randint(0, int(model.config.vocab_size), (b, s), generator=g).to(device)
-                measured["input_bytes"] = ids.untyped_storage().nbytes()
+                ids = prompt_ids(torch, int(model.config.vocab_size), b, s, device, measured)
                 with autocast():
                     out = model(input_ids=ids)
                 del out
@@ -714,21 +710,12 @@ def run_infer(torch, model, head, scenario, device, tracker, measured, autocast)
         kw["cache"] = own_cache
     with torch.no_grad():
         with tracker.phase("prefill"):
-            g = torch.Generator(device="cpu").manual_seed(0)
-            ids = torch.randint(0, vocab, (b, s), generator=g).to(device)
-            measured["input_bytes"] = ids.untyped_storage().nbytes()
+            ids = prompt_ids(torch, vocab, b, s, device, measured)
             with autocast():
                 out = model(input_ids=ids, **kw)
             # as generate(): an fp32 copy of the last position's logits, greedy choice
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            # the cache as the output names it, passed back under the same name: `cache` (5.24+),
-            # `past_key_values`, or `cache_params` (state-space models before 5.24)
-            cache_key, cache = "past_key_values", None
-            for key in ("cache", "past_key_values", "cache_params"):
-                found = getattr(out, key, None)
-                if found is not None:
-                    cache_key, cache = key, found
-                    break
+            cache_key, cache = output_cache(out)
             del out
             if own_cache is not None:
                 cache_key, cache = "cache", own_cache
@@ -776,10 +763,23 @@ def cache_bytes(torch, model, cache):
     return unique_storage_bytes(tensors)
 
 
+def prompt_ids(torch, vocab, b, s, device, measured):
+    """The same random prompt for every run (seeded), its bytes recorded as `input_bytes`."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    ids = torch.randint(0, vocab, (b, s), generator=g).to(device)
+    measured["input_bytes"] = ids.untyped_storage().nbytes()
+    return ids
+
+
 def output_cache(out):
-    """The cache a model output carries: `cache` from transformers 5.24, `past_key_values` before."""
-    found = getattr(out, "cache", None)
-    return found if found is not None else getattr(out, "past_key_values", None)
+    """`(name, cache)` of the cache a model output carries, to pass back under the same name:
+    `cache` (transformers 5.24+), `past_key_values` before, `cache_params` (state-space models
+    before 5.24); `("past_key_values", None)` when it carries none."""
+    for key in ("cache", "past_key_values", "cache_params"):
+        found = getattr(out, key, None)
+        if found is not None:
+            return key, found
+    return "past_key_values", None
 
 
 def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
@@ -792,15 +792,13 @@ def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
         start_id = model.config.pad_token_id or 0
     with torch.no_grad():
         with tracker.phase("prefill"):
-            g = torch.Generator(device="cpu").manual_seed(0)
-            ids = torch.randint(0, int(model.config.vocab_size), (b, s), generator=g).to(device)
-            measured["input_bytes"] = ids.untyped_storage().nbytes()
+            ids = prompt_ids(torch, int(model.config.vocab_size), b, s, device, measured)
             with autocast():
                 encoder_outputs = model.get_encoder()(input_ids=ids)
                 start = torch.full((b, 1), int(start_id), dtype=torch.long, device=device)
                 out = model(encoder_outputs=encoder_outputs, decoder_input_ids=start, use_cache=True)
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = output_cache(out)
+            cache = output_cache(out)[1]
             del out
             measured["kv_cache_bytes"] = unique_storage_bytes(tensors_in(cache, torch))
         with tracker.phase("decode"):
@@ -808,7 +806,7 @@ def run_infer_seq2seq(torch, model, b, s, device, tracker, measured, autocast):
                 out = model(encoder_outputs=encoder_outputs, decoder_input_ids=nxt,
                             past_key_values=cache, use_cache=True)
             nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
-            cache = output_cache(out)
+            cache = output_cache(out)[1]
             del out
             measured["kv_cache_bytes_after_decode"] = unique_storage_bytes(tensors_in(cache, torch))
 

@@ -328,27 +328,25 @@ pub fn persistent(
         }
     }
     if let Some(plan) = lora {
-        // Adapters are fp32 (peft autocast_adapter_dtype=True), so grads and states are fp32 too.
-        for &((in_features, out_features), count) in &plan.shapes {
-            for shape in [[plan.r, in_features], [out_features, plan.r]] {
-                let numel = shape[0].saturating_mul(shape[1]);
-                let states = state_tensors(opt, &shape, 4);
-                tensors.push(TensorBytes {
-                    count,
-                    numel,
-                    weight_bytes: numel.saturating_mul(4),
-                    trainable: true,
-                    grad_bytes: numel.saturating_mul(4),
-                    state_bytes: states.total(),
-                    state_tensors: states,
-                });
-            }
-        }
-        // Parameter adapters (fused experts, routers): lora_A [r·E, in], lora_B [out, r·E], fp32.
-        for a in &plan.param_adapters {
-            let count = spec.tensors[a.tensor].count();
-            let re = a.r.saturating_mul(a.experts);
-            for shape in [[re, a.in_features], [a.out_features, re]] {
+        // Adapters are fp32 (peft autocast_adapter_dtype=True), so grads and states are fp32 too:
+        // lora_A [r, in] and lora_B [out, r] per adapted module; a parameter adapter (fused experts,
+        // routers) has the rank r·E.
+        let modules = plan
+            .shapes
+            .iter()
+            .map(|&((in_features, out_features), count)| {
+                (plan.r, in_features, out_features, count)
+            });
+        let params = plan.param_adapters.iter().map(|a| {
+            (
+                a.r.saturating_mul(a.experts),
+                a.in_features,
+                a.out_features,
+                spec.tensors[a.tensor].count(),
+            )
+        });
+        for (rank, in_features, out_features, count) in modules.chain(params) {
+            for shape in [[rank, in_features], [out_features, rank]] {
                 let numel = shape[0].saturating_mul(shape[1]);
                 let states = state_tensors(opt, &shape, 4);
                 tensors.push(TensorBytes {
