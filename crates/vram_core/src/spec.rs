@@ -109,6 +109,11 @@ pub struct SsmSpec {
     /// recorded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub chunk_size: u64,
+    /// transformers keeps the convolution state `conv_kernel − 1` wide after prefill and widens it
+    /// at the first decode step (RecurrentGemma: `F.pad(x, (width − len − 1, 0))`, then a view of
+    /// `torch.cat`'s `width`-wide result).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conv_state_grows_at_first_decode: bool,
 }
 
 fn is_zero(v: &u64) -> bool {

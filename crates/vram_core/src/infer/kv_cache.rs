@@ -243,8 +243,7 @@ impl KvLayout {
                             Engine::Transformers => LayerCache::State {
                                 elements_per_sequence: conv_state,
                                 fp32_elements_per_sequence: ssm_state,
-                                prefill_short_elements: if spec.text_model_type == "recurrent_gemma"
-                                {
+                                prefill_short_elements: if ssm.conv_state_grows_at_first_decode {
                                     ssm.conv_channels()
                                 } else {
                                     0

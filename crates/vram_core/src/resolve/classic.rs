@@ -853,6 +853,7 @@ pub(crate) fn mamba(f: Fields<'_>, model_type: &str) -> Result<ModelSpec, Config
         dt_rank,
         conv_dim: d_inner,
         chunk_size: 0,
+        conv_state_grows_at_first_decode: false,
     };
     let mut b = Builder::default();
     b.embedding("backbone.embeddings", Component::Embedding, vocab, hidden);

@@ -132,6 +132,7 @@ pub(crate) fn jamba(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         dt_rank,
         conv_dim: d_inner,
         chunk_size: 0,
+        conv_state_grows_at_first_decode: false,
     };
     // (attention, MoE) per layer; identical layers are built once per evenly spaced run
     let kinds: Vec<(bool, bool)> = (0..n)
@@ -312,6 +313,7 @@ pub(crate) fn nemotron_h(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         chunk_size: f
             .positive_any(&["chunk_size", "mamba_chunk_size"])?
             .unwrap_or(128),
+        conv_state_grows_at_first_decode: false,
     };
     let runs = progressions(&kinds);
     let mut b = Builder::with_capacity(runs.len().saturating_mul(20).saturating_add(4));
@@ -469,6 +471,7 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         dt_rank: at.num_heads,
         conv_dim: lru,
         chunk_size: 0,
+        conv_state_grows_at_first_decode: true,
     };
     let mut b = Builder::default();
     b.embedding("model.embed_tokens", Component::Embedding, vocab, hidden);
