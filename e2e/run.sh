@@ -12,7 +12,7 @@ cd "$ROOT"
 
 fail() { echo "e2e: $*" >&2; echo "e2e: 0 passed, 1 failed"; exit 1; }
 
-for tool in node npm python3 trunk wasm-bindgen; do
+for tool in node npm python3 trunk wasm-bindgen wasm-split-cli; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (run the README set-up command)"
 done
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"

@@ -15,6 +15,7 @@ log() { echo "install: $*" >&2; }
 
 TRUNK_VERSION=0.21.14
 WASM_BINDGEN_VERSION=0.2.130
+WASM_SPLIT_VERSION=0.2.4
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # Rust toolchain + wasm32 target: rust-toolchain.toml pins them; rustup installs on first use.
@@ -32,6 +33,13 @@ if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGE
   log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 4 minutes)"
   # Without --locked: its lockfile pins a crate version the registry lacks (docs/toolchain.md).
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" >&2
+fi
+
+# wasm-split-cli has no --version: cargo's list of installed packages says which one is there.
+if ! command -v wasm-split-cli >/dev/null 2>&1 \
+  || ! cargo install --list | grep -qx "wasm_split_cli_support v$WASM_SPLIT_VERSION:"; then
+  log "installing wasm-split-cli $WASM_SPLIT_VERSION (about 1 minute; splits the page's wasm, scripts/split-wasm.sh)"
+  cargo install wasm_split_cli_support --version "$WASM_SPLIT_VERSION" --features build-binary --locked >&2
 fi
 
 # npm packages of the browser tests and wasm-opt (binaryen 132); no browser is downloaded.

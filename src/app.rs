@@ -1,13 +1,9 @@
 //! The page: header with the language switch, model input, and the results.
 
 use crate::checkpoint_view::CheckpointCard;
+use crate::deferred::{take, UserInput};
 use crate::i18n::Lang;
-use crate::load::{load_preset, load_text, ModelSource};
 use crate::model_input::{install_page_drop, DropZone, LoadErrorBox, PasteBox, PresetPicker};
-use crate::model_view::{ModelView, SupportBanner};
-use crate::results_view::{share_query, ResultsView};
-use crate::scenario_form::ScenarioForm;
-use crate::share::SharedState;
 use crate::state::AppState;
 use leptos::prelude::*;
 
@@ -63,16 +59,20 @@ pub fn App() -> impl IntoView {
                 if url_generation.get() != mine {
                     return;
                 }
-                let query = share_query(state);
-                if let Some(w) = web_sys::window() {
-                    if let Ok(h) = w.history() {
-                        let _ = h.replace_state_with_url(
-                            &wasm_bindgen::JsValue::NULL,
-                            "",
-                            Some(&query),
-                        );
+                leptos::task::spawn_local(async move {
+                    let Some(query) = crate::deferred::share_query(state).await else {
+                        return;
+                    };
+                    if let Some(w) = web_sys::window() {
+                        if let Ok(h) = w.history() {
+                            let _ = h.replace_state_with_url(
+                                &wasm_bindgen::JsValue::NULL,
+                                "",
+                                Some(&query),
+                            );
+                        }
                     }
-                }
+                });
             },
             URL_DELAY,
         );
@@ -143,22 +143,21 @@ pub fn App() -> impl IntoView {
                         </div>
                     </div>
                     <LoadErrorBox />
+                    <Show when=move || { state.reading.get() > 0 }>
+                        <p class="loading-note" role="status" data-testid="model-loading">
+                            {move || if state.lang.get() == Lang::Zh { "正在读取模型…" } else { "Reading the model…" }}
+                        </p>
+                    </Show>
                 </section>
                 <CheckpointCard />
-                {move || loaded.get().then(|| view! { <ScenarioForm /> })}
                 {move || if loaded.get() {
-                    view! {
-                        <details class="card model-details" data-testid="model-details">
-                            <summary>{move || if state.lang.get() == Lang::Zh { "模型详情与参数表" } else { "Model details and parameter table" }}</summary>
-                            <ModelView />
-                        </details>
-                    }.into_any()
+                    view! { <Suspense fallback=|| ()>{Suspend::new(crate::deferred::inputs_pane())}</Suspense> }.into_any()
                 } else {
-                    view! { <ModelView /> }.into_any()
+                    view! { <p class="empty-state" data-testid="empty-state">{move || s().empty_state}</p> }.into_any()
                 }}
             </div>
             <div class="pane-results">
-                {move || loaded.get().then(|| view! { <SupportBanner /> <ResultsView /> })}
+                {move || loaded.get().then(|| view! { <Suspense fallback=|| ()>{Suspend::new(crate::deferred::results_pane())}</Suspense> })}
             </div>
         </main>
     }
@@ -193,43 +192,15 @@ fn LangSwitch() -> impl IntoView {
     }
 }
 
-/// Restores model, scenario, GPU and language from a share link (`?s=…`).
+/// Restores model, scenario, GPU and language from a share link (`?s=…`): the reader's chunk
+/// decodes it ([`crate::share::restore`]).
 fn restore_from_url(state: AppState) {
-    let Some(search) = web_sys::window().and_then(|w| w.location().search().ok()) else {
+    let Some(location) = web_sys::window().map(|w| w.location()) else {
         return;
     };
-    let Some(shared) = SharedState::from_query(&search) else {
-        return;
-    };
-    if let Some(lang) = Lang::from_tag(&shared.lang) {
-        state.set_lang.set(lang);
-    }
-    state.set_page.set(shared.page());
-    let loaded = match (&shared.preset, &shared.config) {
-        (Some(id), _) => Some(load_preset(id)),
-        (None, Some(text)) => Some(load_text(text.clone(), ModelSource::Pasted)),
-        _ => None,
-    };
-    if let Some(r) = loaded {
-        state.accept(r);
-        // A shared link opens scrolled to the verdict (`#verdict`), once the results are drawn.
-        let wants = web_sys::window()
-            .and_then(|w| w.location().hash().ok())
-            .is_some_and(|h| h == crate::share::VERDICT_FRAGMENT);
-        if wants {
-            leptos::leptos_dom::helpers::request_animation_frame(|| {
-                leptos::leptos_dom::helpers::set_timeout(
-                    || {
-                        if let Some(el) = web_sys::window()
-                            .and_then(|w| w.document())
-                            .and_then(|d| d.get_element_by_id("verdict"))
-                        {
-                            el.scroll_into_view();
-                        }
-                    },
-                    std::time::Duration::from_millis(50),
-                );
-            });
-        }
+    let query = location.search().unwrap_or_default();
+    if query.len() > 1 {
+        let fragment = location.hash().unwrap_or_default();
+        take(state, UserInput::Link { query, fragment });
     }
 }

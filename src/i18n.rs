@@ -114,6 +114,13 @@ impl Lang {
                     format!("{name} is {mib:.1} MiB and was not read: a config.json is a few KB; files over 4 MiB are refused.")
                 }
             }
+            LoadError::ChunkUnavailable => {
+                if zh {
+                    "无法下载页面读取和显示模型的部分（离线？）。请检查网络后重试；首次访问后页面可离线使用。".to_string()
+                } else {
+                    "The part of the page that reads and shows models could not be downloaded (offline?). Check the connection and try again; after the first visit the page works offline.".to_string()
+                }
+            }
             LoadError::Unreadable { name } => {
                 if zh {
                     format!("浏览器无法读取 {name}。")

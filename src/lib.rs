@@ -7,6 +7,7 @@ pub mod chart_view;
 pub mod charts;
 pub mod checkpoint_view;
 pub mod compute;
+pub mod deferred;
 pub mod export;
 pub mod fit;
 pub mod i18n;
@@ -35,4 +36,5 @@ pub fn start() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(app::App);
     perf::mark_mounted();
+    deferred::prefetch_when_idle();
 }

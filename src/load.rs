@@ -61,6 +61,9 @@ pub enum LoadError {
         /// The config name in the report.
         name: String,
     },
+    /// The part of the page that reads and shows models (its wasm chunk, see `crate::deferred`)
+    /// could not be fetched: offline before the service worker had stored it.
+    ChunkUnavailable,
     /// No preset has this id (a stale share link).
     UnknownPreset {
         /// The id asked for.

@@ -4,7 +4,8 @@
 //! given with `.safetensors` files (and optionally `model.safetensors.index.json`) is counted from
 //! the files' headers, read header-only; without a config they show the checkpoint card.
 
-use crate::load::{check_size, load_preset, LoadError, ModelSource, MAX_INPUT_BYTES};
+use crate::deferred::{take, UserInput};
+use crate::load::{check_size, LoadError, ModelSource, MAX_INPUT_BYTES};
 use crate::state::{use_state, AppState};
 use leptos::ev;
 use leptos::html;
@@ -224,7 +225,7 @@ pub fn install_page_drop(state: AppState) -> ReadSignal<bool> {
         set_dragging.set(false);
         let files = dropped_files(&ev);
         if !files.is_empty() {
-            read_files(state, files);
+            take(state, UserInput::Files(files));
         }
     });
     // Pasting JSON anywhere outside a text field loads it.
@@ -241,7 +242,7 @@ pub fn install_page_drop(state: AppState) -> ReadSignal<bool> {
         };
         if text.trim_start().starts_with('{') {
             ev.prevent_default();
-            state.accept_text(text, ModelSource::Pasted);
+            take(state, UserInput::Text(text, ModelSource::Pasted));
         }
     });
     dragging
@@ -261,7 +262,7 @@ pub fn DropZone() -> impl IntoView {
         let Some(input) = input_ref.get() else { return };
         let files = file_list(input.files());
         if !files.is_empty() {
-            read_files(state, files);
+            take(state, UserInput::Files(files));
         }
         // Allow opening the same file again.
         input.set_value("");
@@ -297,7 +298,7 @@ pub fn PasteBox() -> impl IntoView {
     let load = move |_| {
         let t = text.get_untracked();
         if !t.trim().is_empty() {
-            state.accept_text(t, ModelSource::Pasted);
+            take(state, UserInput::Text(t, ModelSource::Pasted));
         }
     };
     view! {
@@ -357,7 +358,7 @@ pub fn PresetPicker() -> impl IntoView {
     let on_change = move |ev| {
         let id = event_target_value(&ev);
         if !id.is_empty() {
-            state.accept(load_preset(&id));
+            take(state, UserInput::Preset(id));
         }
     };
     let groups = move || {

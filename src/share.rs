@@ -595,3 +595,46 @@ fn percent_decode(s: &str) -> Option<String> {
     }
     String::from_utf8(out).ok()
 }
+
+/// Opens a share link: its language, settings and model, then (with [`VERDICT_FRAGMENT`]) scrolls
+/// to the verdict once the results pane, a chunk of its own, has drawn it.
+pub fn restore(state: crate::state::AppState, query: &str, fragment: &str) {
+    use leptos::prelude::Set;
+    let Some(shared) = SharedState::from_query(query) else {
+        return;
+    };
+    if let Some(lang) = crate::i18n::Lang::from_tag(&shared.lang) {
+        state.set_lang.set(lang);
+    }
+    state.set_page.set(shared.page());
+    let loaded = match (&shared.preset, &shared.config) {
+        (Some(id), _) => crate::load::load_preset(id),
+        (None, Some(text)) => {
+            crate::load::load_text(text.clone(), crate::load::ModelSource::Pasted)
+        }
+        _ => return,
+    };
+    let ok = loaded.is_ok();
+    state.accept(loaded);
+    if ok && fragment == VERDICT_FRAGMENT {
+        scroll_to_verdict(SCROLL_TRIES);
+    }
+}
+
+/// How many times (50 ms apart) a share link looks for the verdict to scroll to: the results
+/// chunk may still be on its way.
+const SCROLL_TRIES: u32 = 100;
+
+fn scroll_to_verdict(tries_left: u32) {
+    leptos::leptos_dom::helpers::set_timeout(
+        move || match web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id("verdict"))
+        {
+            Some(el) => el.scroll_into_view(),
+            None if tries_left > 0 => scroll_to_verdict(tries_left - 1),
+            None => {}
+        },
+        std::time::Duration::from_millis(50),
+    );
+}

@@ -42,6 +42,11 @@ pub struct AppState {
     pub checkpoint: ReadSignal<Option<crate::load::CheckpointOnly>>,
     /// Sets the checkpoint card.
     pub set_checkpoint: WriteSignal<Option<crate::load::CheckpointOnly>>,
+    /// How many things the user gave are being read (the first time, while the app chunk is
+    /// fetched: `crate::deferred`).
+    pub reading: ReadSignal<u32>,
+    /// Sets [`AppState::reading`].
+    pub set_reading: WriteSignal<u32>,
 }
 
 impl AppState {
@@ -55,7 +60,10 @@ impl AppState {
         let (use_gb, set_use_gb) = signal(false);
         let (report, set_report) = signal(None::<crate::measured::LoadedReport>);
         let (checkpoint, set_checkpoint) = signal(None::<crate::load::CheckpointOnly>);
+        let (reading, set_reading) = signal(0u32);
         AppState {
+            reading,
+            set_reading,
             checkpoint,
             set_checkpoint,
             report,
