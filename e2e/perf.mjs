@@ -1,9 +1,10 @@
-// Measures the figures of docs/performance.md against the bundle served at VRAM_E2E_URL:
-// first-load bytes (raw and gzip) of dist/, time to interactive (navigation start → the app's
-// `vram:mounted` mark, median of 5 cold loads), and input-change-to-redraw latency over 200 batch
+// Measures the figures of docs/performance.md against the bundle served at VRAM_E2E_URL: time to
+// interactive (navigation start → the app's `vram:mounted` mark, median of 5 cold loads), the bytes of
+// dist/ (raw and gzip) split into the first load and what comes on first use, a share link's
+// navigation-to-verdict time (median of 5 cold loads), and input-change-to-redraw latency over 200 batch
 // changes: `vram:shown` (headline, table and phase charts updated and laid out) and `vram:settled`
 // (the follow-up task: solvers, suggestions, sweeps and their charts), both from the `vram:input` mark.
-// Usage: VRAM_E2E_URL=http://127.0.0.1:PORT/ node e2e/perf.mjs
+// Usage: VRAM_E2E_URL=http://127.0.0.1:PORT/ node e2e/perf.mjs   (VRAM_PERF_LOADS_ONLY=1: the load figures only)
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -11,12 +12,6 @@ import { launch, REPO, openApp, waitFor, openPerfScenario, perfBatchChange, choo
 
 const url = process.env.VRAM_E2E_URL;
 const dist = path.join(REPO, 'dist');
-console.log('| file | raw bytes | gzip -9 bytes |\n|---|---:|---:|');
-for (const f of fs.readdirSync(dist).sort()) {
-  const buf = fs.readFileSync(path.join(dist, f));
-  console.log(`| ${f.replace(/-[0-9a-f]{16}/, '-HASH')} | ${buf.length} | ${zlib.gzipSync(buf, { level: 9 }).length} |`);
-}
-
 const q = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
@@ -32,6 +27,51 @@ for (let i = 0; i < 5; i++) {
   await ctx.close();
 }
 console.log(`\ntime to interactive (ms, 5 cold loads): ${tti.map((x) => x.toFixed(0)).join(', ')}; median ${q(tti, 50).toFixed(0)}`);
+
+// Which files the first load fetches: the resources the page asked for before the app mounted (the
+// split wasm's chunk comes after, at idle or on first use), plus index.html and the service worker
+// (registered at `load`). Sizes of the files in dist/, gzip -9 as a static host would send them.
+{
+  const ctx = await browser.newContext({ serviceWorkers: 'block' });
+  const page = await ctx.newPage();
+  await openApp(page, url);
+  const firstLoad = new Set(['index.html', 'sw.js', ...await page.evaluate(() => {
+    const mounted = performance.getEntriesByName('vram:mounted')[0].startTime;
+    return performance.getEntriesByType('resource').filter((r) => r.startTime < mounted).map((r) => new URL(r.name).pathname.split('/').pop());
+  })]);
+  await ctx.close();
+  console.log('\n| file | loaded | raw bytes | gzip -9 bytes |\n|---|---|---:|---:|');
+  const total = { first: [0, 0], all: [0, 0] };
+  for (const f of fs.readdirSync(dist).sort()) {
+    const buf = fs.readFileSync(path.join(dist, f));
+    const gz = zlib.gzipSync(buf, { level: 9 }).length;
+    const first = firstLoad.has(f);
+    console.log(`| ${f.replace(/-[0-9a-f]{16}/, '-HASH').replace(/_\d{10,}/, '')} | ${first ? 'first load' : 'on first use'} | ${buf.length} | ${gz} |`);
+    for (const k of first ? ['first', 'all'] : ['all']) { total[k][0] += buf.length; total[k][1] += gz; }
+  }
+  console.log(`| **first load** | | **${total.first[0]}** | **${total.first[1]}** |`);
+  console.log(`| **everything** | | **${total.all[0]}** | **${total.all[1]}** |`);
+}
+
+// A share link opened cold (no cache, no service worker): navigation start to the verdict on
+// screen, which needs the app chunk as well.
+{
+  const verdict = [];
+  for (let i = 0; i < 5; i++) {
+    const ctx = await browser.newContext({ serviceWorkers: 'block' });
+    const page = await ctx.newPage();
+    await page.goto(url + '?p=meta-llama__Llama-3.1-8B&t=serve');
+    await waitFor(page, () => !!document.querySelector('[data-testid="verdict"]'), null, 'the verdict');
+    verdict.push(await page.evaluate(() => performance.now()));
+    await ctx.close();
+  }
+  console.log(`\nshare link to verdict (ms, 5 cold loads): ${verdict.map((x) => x.toFixed(0)).join(', ')}; median ${q(verdict, 50).toFixed(0)}`);
+}
+if (process.env.VRAM_PERF_LOADS_ONLY === '1') {
+  // Only the load figures above (to compare two bundles back to back).
+  await browser.close();
+  process.exit(0);
+}
 
 // The Train task (three charts: phases, batch and sequence sweeps), solvers done.
 const { page } = await openPerfScenario(browser, url);
