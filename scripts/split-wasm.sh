@@ -49,6 +49,7 @@ optimize_wasm() {
 }
 optimize_wasm "$tmp/main.wasm"
 loader="$tmp/split/__wasm_split.js"
+chunks=0
 for chunk in "$tmp"/split/*.wasm; do
   stem="$(basename "$chunk" .wasm)"
   [ "$stem" = "$base" ] && continue
@@ -57,7 +58,10 @@ for chunk in "$tmp"/split/*.wasm; do
   grep -q "\"./$stem.wasm\"" "$loader" || { echo "split-wasm: the loader does not name $stem.wasm" >&2; exit 1; }
   sed -i "s|\"./$stem.wasm\"|\"./$named\"|" "$loader"
   cp "$chunk" "$stage/$named"
+  chunks=$((chunks + 1))
 done
+# No chunk means no split function reached the build: the page would fetch nothing on first use.
+[ "$chunks" -gt 0 ] || { echo "split-wasm: wasm-split-cli found no split point in $raw" >&2; exit 1; }
 loader_named="__wasm_split-$(hash16 "$loader").js"
 grep -q '"./__wasm_split.js"' "$tmp/bound/$base.js" || { echo "split-wasm: the main JS does not import ./__wasm_split.js" >&2; exit 1; }
 # Only the ES import lines: the keys of the imports object stay the wasm's own module name.
@@ -73,4 +77,4 @@ for f in "$base.js" "${base}_bg.wasm"; do
   grep -q "href=\"./$f\"" "$html" || { echo "split-wasm: index.html does not link $f" >&2; exit 1; }
   sed -i -E "s#(href=\"\./$f\"[^>]*integrity=\")[^\"]*\"#\1$sri\"#" "$html"
 done
-echo "split-wasm: $(ls "$stage" | grep -c -E '^(split_|chunk_).*\.wasm$') chunks beside $base" >&2
+echo "split-wasm: $chunks chunk(s) beside $base" >&2
