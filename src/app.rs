@@ -151,13 +151,13 @@ pub fn App() -> impl IntoView {
                 </section>
                 <CheckpointCard />
                 {move || if loaded.get() {
-                    view! { <Suspense fallback=|| ()>{Suspend::new(crate::deferred::inputs_pane())}</Suspense> }.into_any()
+                    view! { <Suspense fallback=|| ()>{Suspend::new(crate::deferred::inputs_pane(state))}</Suspense> }.into_any()
                 } else {
                     view! { <p class="empty-state" data-testid="empty-state">{move || s().empty_state}</p> }.into_any()
                 }}
             </div>
             <div class="pane-results">
-                {move || loaded.get().then(|| view! { <Suspense fallback=|| ()>{Suspend::new(crate::deferred::results_pane())}</Suspense> })}
+                {move || loaded.get().then(|| view! { <Suspense fallback=|| ()>{Suspend::new(crate::deferred::results_pane(state))}</Suspense> })}
             </div>
         </main>
     }

@@ -44,25 +44,22 @@ pub async fn share_query(state: AppState) -> Option<String> {
     link_query(state).await.ok()
 }
 
-/// The input pane's cards for a loaded model (task form, model details), or a notice that this part
-/// of the page could not be fetched.
-pub async fn inputs_pane() -> AnyView {
-    loaded_inputs().await.unwrap_or_else(|_| unavailable())
+/// The input pane's cards for a loaded model (task form, model details). A chunk that cannot be
+/// fetched is reported as any load error is, next to the loader ([`LoadError::ChunkUnavailable`]).
+pub async fn inputs_pane(state: AppState) -> AnyView {
+    loaded_inputs().await.unwrap_or_else(|_| unavailable(state))
 }
 
 /// The results pane for a loaded model (support banner, verdict, breakdown, charts, exports).
-pub async fn results_pane() -> AnyView {
-    loaded_results().await.unwrap_or_else(|_| unavailable())
+pub async fn results_pane(state: AppState) -> AnyView {
+    loaded_results()
+        .await
+        .unwrap_or_else(|_| unavailable(state))
 }
 
-fn unavailable() -> AnyView {
-    let state = crate::state::use_state();
-    view! {
-        <p class="load-error" role="alert" data-testid="chunk-error">
-            {move || state.lang.get().load_error(&LoadError::ChunkUnavailable)}
-        </p>
-    }
-    .into_any()
+fn unavailable(state: AppState) -> AnyView {
+    state.set_load_error.set(Some(LoadError::ChunkUnavailable));
+    ().into_any()
 }
 
 /// Fetches the chunk once the page is idle after mounting, so that it is there when the first
