@@ -1,10 +1,11 @@
 //! Input-to-redraw timing with the User Timing API. `vram:input` is marked when a scenario input is
-//! applied; each chart redrawn adds a `vram:redraw` measure from it (charts are redrawn in a task after
-//! the first frame); `vram:shown` measures from it to the end of the work the input causes before the
-//! browser can paint (the reactive effects: the verdict, its bars and the breakdown table), including
-//! style and layout, measured in the same microtask checkpoint so no frame is rendered in between;
-//! `vram:settled` measures to the end of the follow-up task (solvers, make-it-fit, the precision
-//! strip and the sweeps) and its layout.
+//! applied; each chart redrawn adds a `vram:redraw` measure from it; `vram:shown` measures from it
+//! to the end of the work the input causes before the browser can paint (the reactive effects: the
+//! verdict, its bars and the breakdown table), including style and layout, measured in the same
+//! microtask checkpoint so no frame is rendered in between; `vram:settled` measures, the same way,
+//! to the end of the follow-up that runs after the frame showing the verdict (solvers, make-it-fit,
+//! the precision strip, the sweeps and every chart redrawn) and its layout; `vram:painted` to the
+//! first task after the next frame, once the browser has also painted all of it.
 //! docs/performance.md reads these measures (p50/p95 over 200 changes).
 
 fn performance() -> Option<web_sys::Performance> {
@@ -103,11 +104,54 @@ fn measure_now(name: &'static str) {
     }
 }
 
-/// Measures `name` from the latest `vram:input` in a task queued now: Leptos runs effects in
-/// microtasks, so the task runs after every effect the current work triggered. Forces style and
-/// layout first (reading `offsetHeight`), so the measure includes them; painting is not included.
-pub fn measure_after_effects(name: &'static str) {
-    leptos::leptos_dom::helpers::set_timeout(move || measure_now(name), std::time::Duration::ZERO);
+/// Measures `vram:settled` once the effects of the follow-up (queued now) have run and laid out, as
+/// `vram:shown` is measured; then `vram:painted` in the first task after the next frame, when the
+/// browser has painted what the follow-up changed. Called at the end of the follow-up task.
+pub fn measure_settled() {
+    leptos::task::spawn_local(async move {
+        for _ in 0..EFFECT_TICKS {
+            YieldOnce(false).await;
+        }
+        measure_now("vram:settled");
+        snapshot_settled();
+        leptos::leptos_dom::helpers::request_animation_frame(|| {
+            leptos::leptos_dom::helpers::set_timeout(
+                || {
+                    if let Some(p) = performance() {
+                        if p.get_entries_by_name_with_entry_type("vram:input", "mark")
+                            .length()
+                            > 0
+                        {
+                            let _ = p.measure_with_start_mark("vram:painted", "vram:input");
+                        }
+                    }
+                },
+                std::time::Duration::ZERO,
+            );
+        });
+    });
+}
+
+/// Keeps the results' text and the number of chart redraws at the `vram:settled` measure in
+/// `window.__vramSettled` (only when `window.__vramCheckShown` asks for it), so e2e/perf.mjs can
+/// check that nothing the input causes changed or was redrawn after the measure.
+fn snapshot_settled() {
+    let Some(w) = web_sys::window() else { return };
+    let asked = js_sys::Reflect::get(&w, &"__vramCheckShown".into()).is_ok_and(|v| v.is_truthy());
+    if !asked {
+        return;
+    }
+    let text = w
+        .document()
+        .and_then(|d| d.query_selector("[data-testid=\"results\"]").ok().flatten())
+        .and_then(|e| e.text_content())
+        .unwrap_or_default();
+    let redraws = performance().map_or(0, |p| p.get_entries_by_name("vram:redraw").length());
+    let _ = js_sys::Reflect::set(
+        &w,
+        &"__vramSettled".into(),
+        &format!("{redraws}|{text}").into(),
+    );
 }
 
 /// Marks the end of one chart's redraw and measures from the latest input (each chart adds one

@@ -639,7 +639,7 @@ fn results_signals(state: AppState) -> Results {
                             infer_more.set(Some(compute_infer_more(k, &b)));
                         }
                     }
-                    crate::perf::measure_after_effects("vram:settled");
+                    crate::perf::measure_settled();
                 },
                 Duration::ZERO,
             );
@@ -899,12 +899,20 @@ fn Charts(res: Results) -> impl IntoView {
                                 state.use_gb.track();
                                 prev.map_or(1, |p| p + 1)
                             });
-                            // Charts sit below the verdict, the make-it-fit list and the table: they
-                            // are redrawn after the frame that shows those (only the latest change),
-                            // so typing never waits for a canvas.
+                            // The phase chart's data changes with the verdict: it is redrawn after
+                            // the frame that shows the verdict and the table (only the latest change),
+                            // so typing never waits for a canvas. The sweeps' data comes from the
+                            // follow-up, which already runs after that frame: they are redrawn at once,
+                            // in the same task, so the follow-up's changes reach the screen in one
+                            // frame and `vram:settled` includes them.
                             let version = RwSignal::new(0u64);
+                            let after_frame = matches!(kind, ChartKind::Phases(_));
                             Effect::new(move |_| {
                                 let v = changed.get();
+                                if !after_frame {
+                                    version.set(v);
+                                    return;
+                                }
                                 request_animation_frame(move || {
                                     set_timeout(
                                         move || {
