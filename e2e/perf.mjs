@@ -2,8 +2,9 @@
 // interactive (navigation start → the app's `vram:mounted` mark, median of 5 cold loads), the bytes of
 // dist/ (raw and gzip) split into the first load and what comes on first use, a share link's
 // navigation-to-verdict time (median of 5 cold loads), and input-change-to-redraw latency over 200 batch
-// changes: `vram:shown` (headline, table and phase charts updated and laid out) and `vram:settled`
-// (the follow-up task: solvers, suggestions, sweeps and their charts), both from the `vram:input` mark.
+// changes: `vram:shown` (verdict, bars and table updated and laid out), `vram:settled` (the follow-up
+// after the first frame: solvers, suggestions, sweeps and every chart redrawn, laid out) and
+// `vram:painted` (the frame with all of it rendered), all from the `vram:input` mark.
 // Usage: VRAM_E2E_URL=http://127.0.0.1:PORT/ node e2e/perf.mjs   (VRAM_PERF_LOADS_ONLY=1: the load figures only)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -79,35 +80,48 @@ await page.evaluate(() => { window.__vramCheckShown = true; });
 const charts = await page.evaluate(() => document.querySelectorAll('canvas').length);
 const shown = [];
 const settled = [];
+const painted = [];
 const phases = [];
 const count = (name) => page.evaluate((n) => performance.getEntriesByName(n).length, name);
 for (let i = 0; i < 200; i++) {
-  const [s0, t0, r0] = [await count('vram:shown'), await count('vram:settled'), await count('vram:redraw')];
+  const [s0, t0, p0, r0] = [await count('vram:shown'), await count('vram:settled'), await count('vram:painted'), await count('vram:redraw')];
   const bytes0 = await page.evaluate(() => document.querySelector('[data-testid="train-device"]').dataset.bytes);
   await perfBatchChange(page, i);
   await waitFor(page, (n) => performance.getEntriesByName('vram:shown').length > n, s0, 'vram:shown');
   await waitFor(page, (n) => performance.getEntriesByName('vram:settled').length > n, t0, 'vram:settled');
-  const [sh, st, redraws, bytes1] = await page.evaluate(([a, b, c]) => [
+  await waitFor(page, (n) => performance.getEntriesByName('vram:painted').length > n, p0, 'vram:painted');
+  const [sh, st, pa, redraws, bytes1] = await page.evaluate(([a, b, p, c]) => [
     performance.getEntriesByName('vram:shown')[a].duration,
     performance.getEntriesByName('vram:settled')[b].duration,
+    performance.getEntriesByName('vram:painted')[p].duration,
     performance.getEntriesByName('vram:redraw').slice(c).map((e) => e.duration),
     document.querySelector('[data-testid="train-device"]').dataset.bytes,
-  ], [s0, t0, r0]);
+  ], [s0, t0, p0, r0]);
   if (bytes1 === bytes0) throw new Error(`change ${i}: the headline did not change`);
-  // vram:shown is measured after the last change the input makes to the verdict and the table
-  const [atShown, final] = await page.evaluate(() => [window.__vramShown, `${document.querySelector('[data-testid="verdict"]').textContent}|${document.querySelector('[data-testid$="-breakdown"]').textContent}`]);
-  if (atShown !== final) throw new Error(`change ${i}: the verdict or table changed after vram:shown`);
-  // The charts are redrawn after the frame that shows the verdict, list and table (before vram:settled).
+  // vram:shown is measured after the last change the input makes to the verdict and the table,
+  // vram:settled after the last change to any result and the last chart redrawn
+  const [atShown, atSettled, final] = await page.evaluate(() => [
+    window.__vramShown,
+    window.__vramSettled,
+    [`${document.querySelector('[data-testid="verdict"]').textContent}|${document.querySelector('[data-testid$="-breakdown"]').textContent}`,
+      `${performance.getEntriesByName('vram:redraw').length}|${document.querySelector('[data-testid="results"]').textContent}`],
+  ]);
+  if (atShown !== final[0]) throw new Error(`change ${i}: the verdict or table changed after vram:shown`);
+  if (atSettled !== final[1]) throw new Error(`change ${i}: a result changed or a chart was redrawn after vram:settled`);
+  // The phase chart is redrawn after the frame that shows the verdict, list and table; the sweeps in
+  // the follow-up (all before vram:settled)
   if (!(redraws.length >= 1)) throw new Error(`change ${i}: phase chart not redrawn (${redraws})`);
   phases.push(redraws[0]);
   shown.push(sh);
   settled.push(st);
+  painted.push(pa);
 }
 const stats = (xs) => `p50 ${q(xs, 50).toFixed(1)} ms, p95 ${q(xs, 95).toFixed(1)} ms, max ${Math.max(...xs).toFixed(1)} ms`;
 console.log(`over ${shown.length} batch changes (${charts} charts on the page):`);
 console.log(`  input → training phase chart redrawn (vram:redraw, after the first frame): ${stats(phases)}`);
 console.log(`  input → verdict, bars, table shown, after layout (vram:shown): ${stats(shown)}`);
-console.log(`  input → solvers, make-it-fit, precision strip, sweeps and all charts done (vram:settled): ${stats(settled)}`);
+console.log(`  input → solvers, make-it-fit, precision strip, sweeps and all charts done, after layout (vram:settled): ${stats(settled)}`);
+console.log(`  input → the frame with all of it painted (vram:painted): ${stats(painted)}`);
 
 // The layout planner in the page (issue "A fast core": ≤ 300 ms): Llama-2-70B, the Train task with
 // micro-batches up to 8, 64 GPUs in nodes of 8, "Find layouts" clicked 10 times; `vram:plan`
