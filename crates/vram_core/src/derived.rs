@@ -43,8 +43,8 @@ pub struct Derived {
     /// The groups as `(first tensor index, count, false)` (the weights model's units: no tensor
     /// skipped by name).
     pub group_units: Vec<(usize, u64, bool)>,
-    /// Indices of the tensors inside each layer's blocks (attention, MLP, experts, router, norms,
-    /// biases), per layer of the main stack.
+    /// Indices of the tensors inside each layer's blocks (attention, MLP, experts, router,
+    /// state-space mixer, norms, biases), per layer of the main stack.
     pub layer_tensors: Vec<Vec<usize>>,
     /// Σ elements of `layer_tensors` per layer.
     pub layer_block_numel: Vec<u64>,
@@ -81,6 +81,7 @@ pub fn in_layer_blocks(c: Component) -> bool {
             | Component::Experts
             | Component::SharedExperts
             | Component::Router
+            | Component::Mixer
             | Component::Norm
             | Component::Bias
     )
