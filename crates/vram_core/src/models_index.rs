@@ -77,7 +77,9 @@ fn kv_kinds(spec: &crate::ModelSpec) -> String {
 fn training_kind(spec: &crate::ModelSpec) -> &'static str {
     match spec.kind {
         ModelKind::EncoderDecoder => "refused (encoder–decoder activations not modelled)",
-        ModelKind::StateSpace => "refused (state-space activations not modelled)",
+        ModelKind::StateSpace => {
+            "modelled without autocast (fp32 or pure bf16/fp16; the mixer's torch path)"
+        }
         _ if spec.layers.iter().any(|l| l.ssm.is_some()) => {
             "refused (hybrid state-space layers not modelled)"
         }

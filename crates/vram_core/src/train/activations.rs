@@ -25,6 +25,8 @@
 //! - gradient checkpointing (HF `GradientCheckpointingLayer`, `torch.utils.checkpoint`
 //!   non-reentrant): every layer keeps its input; the rest is recomputed one layer at a time.
 
+mod ssm;
+
 use super::few::Few;
 use super::lora::LoraPlan;
 use super::persistent::Precision;
@@ -243,11 +245,11 @@ fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
         });
     }
     match spec.kind {
-        ModelKind::DecoderOnly | ModelKind::EncoderOnly => Ok(()),
-        ModelKind::EncoderDecoder | ModelKind::StateSpace => Err(ScenarioError::Invalid {
+        ModelKind::DecoderOnly | ModelKind::EncoderOnly | ModelKind::StateSpace => Ok(()),
+        ModelKind::EncoderDecoder => Err(ScenarioError::Invalid {
             field: "mode".into(),
-            expected: "a decoder-only or encoder-only transformer: training activations of \
-                       encoder–decoder (t5) and state-space (mamba) models are not modelled"
+            expected: "a decoder-only, encoder-only or state-space model: training activations of \
+                       encoder–decoder (t5) models are not modelled"
                 .into(),
             found: format!("model_type {:?}", spec.model_type),
         }),
@@ -951,75 +953,84 @@ impl<'a> Walk<'a> {
         let copies_before = self.autocast_saved_bytes;
         let input_bytes = sim.elems(x).saturating_mul(sim.elem(x));
         let (out, attn_bwd, mlp_bwd, max_w, attn_saved, attn_copies);
-        match self.layout {
-            Layout::PostLn => {
-                let (a, ab, w1) = self.attention_block(sim, x, i);
-                let s1 = self.add(sim, a, x);
-                sim.drop(a);
-                sim.drop(x);
-                let h1 = self.norm(sim, s1, t * h, t);
-                sim.drop(s1);
-                attn_saved = sim.saved_bytes() - before;
-                attn_copies = self.autocast_saved_bytes - copies_before;
-                let (m, mb, w2) = self.mlp_block(sim, h1, i);
-                let s2 = self.add(sim, m, h1);
-                sim.drop(m);
-                sim.drop(h1);
-                out = self.norm(sim, s2, t * h, t);
-                sim.drop(s2);
-                (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
-            }
-            Layout::Parallel => {
-                let n1 = self.norm(sim, x, t * h, t);
-                let (a, ab, w1) = self.attention_block(sim, n1, i);
-                attn_saved = sim.saved_bytes() - before;
-                attn_copies = self.autocast_saved_bytes - copies_before;
-                let (m, mb, w2) = self.mlp_block(sim, n1, i);
-                sim.drop(n1);
-                let s1 = self.add(sim, a, m);
-                sim.drop(a);
-                sim.drop(m);
-                out = self.add(sim, x, s1);
-                sim.drop(s1);
-                sim.drop(x);
-                (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
-            }
-            Layout::PreNorm | Layout::PrePostNorm | Layout::PostBranchNorm => {
-                let pre = self.layout != Layout::PostBranchNorm;
-                let post = self.layout != Layout::PreNorm;
-                let n1 = if pre {
-                    self.norm(sim, x, t * h, t)
-                } else {
-                    sim.share(x)
-                };
-                let (mut a, ab, w1) = self.attention_block(sim, n1, i);
-                sim.drop(n1);
-                if post {
-                    let an = self.norm(sim, a, t * h, t);
+        let ssm = self.spec.layers.get(i).and_then(|l| l.ssm);
+        if let (Some(ssm), ModelKind::StateSpace) = (ssm, self.spec.kind) {
+            let (y, transient) = self.ssm_block(sim, x, i, &ssm);
+            out = y;
+            attn_saved = sim.saved_bytes() - before;
+            attn_copies = self.autocast_saved_bytes - copies_before;
+            (attn_bwd, mlp_bwd, max_w) = (transient, 0, 0);
+        } else {
+            match self.layout {
+                Layout::PostLn => {
+                    let (a, ab, w1) = self.attention_block(sim, x, i);
+                    let s1 = self.add(sim, a, x);
                     sim.drop(a);
-                    a = an;
-                }
-                let h1 = self.add(sim, x, a);
-                sim.drop(a);
-                sim.drop(x);
-                attn_saved = sim.saved_bytes() - before;
-                attn_copies = self.autocast_saved_bytes - copies_before;
-                let n2 = if pre {
-                    self.norm(sim, h1, t * h, t)
-                } else {
-                    sim.share(h1)
-                };
-                let (mut m, mb, w2) = self.mlp_block(sim, n2, i);
-                sim.drop(n2);
-                if post {
-                    let mn = self.norm(sim, m, t * h, t);
+                    sim.drop(x);
+                    let h1 = self.norm(sim, s1, t * h, t);
+                    sim.drop(s1);
+                    attn_saved = sim.saved_bytes() - before;
+                    attn_copies = self.autocast_saved_bytes - copies_before;
+                    let (m, mb, w2) = self.mlp_block(sim, h1, i);
+                    let s2 = self.add(sim, m, h1);
                     sim.drop(m);
-                    m = mn;
+                    sim.drop(h1);
+                    out = self.norm(sim, s2, t * h, t);
+                    sim.drop(s2);
+                    (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
                 }
-                out = self.add(sim, h1, m);
-                sim.drop(h1);
-                sim.drop(m);
-                (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+                Layout::Parallel => {
+                    let n1 = self.norm(sim, x, t * h, t);
+                    let (a, ab, w1) = self.attention_block(sim, n1, i);
+                    attn_saved = sim.saved_bytes() - before;
+                    attn_copies = self.autocast_saved_bytes - copies_before;
+                    let (m, mb, w2) = self.mlp_block(sim, n1, i);
+                    sim.drop(n1);
+                    let s1 = self.add(sim, a, m);
+                    sim.drop(a);
+                    sim.drop(m);
+                    out = self.add(sim, x, s1);
+                    sim.drop(s1);
+                    sim.drop(x);
+                    (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+                }
+                Layout::PreNorm | Layout::PrePostNorm | Layout::PostBranchNorm => {
+                    let pre = self.layout != Layout::PostBranchNorm;
+                    let post = self.layout != Layout::PreNorm;
+                    let n1 = if pre {
+                        self.norm(sim, x, t * h, t)
+                    } else {
+                        sim.share(x)
+                    };
+                    let (mut a, ab, w1) = self.attention_block(sim, n1, i);
+                    sim.drop(n1);
+                    if post {
+                        let an = self.norm(sim, a, t * h, t);
+                        sim.drop(a);
+                        a = an;
+                    }
+                    let h1 = self.add(sim, x, a);
+                    sim.drop(a);
+                    sim.drop(x);
+                    attn_saved = sim.saved_bytes() - before;
+                    attn_copies = self.autocast_saved_bytes - copies_before;
+                    let n2 = if pre {
+                        self.norm(sim, h1, t * h, t)
+                    } else {
+                        sim.share(h1)
+                    };
+                    let (mut m, mb, w2) = self.mlp_block(sim, n2, i);
+                    sim.drop(n2);
+                    if post {
+                        let mn = self.norm(sim, m, t * h, t);
+                        sim.drop(m);
+                        m = mn;
+                    }
+                    out = self.add(sim, h1, m);
+                    sim.drop(h1);
+                    sim.drop(m);
+                    (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+                }
             }
         }
         let grad_bytes = if self.full {
@@ -1133,6 +1144,13 @@ fn profile_with(
     replay: bool,
 ) -> Result<ActivationProfile, ScenarioError> {
     checked_dims(spec)?;
+    if spec.kind == ModelKind::StateSpace {
+        let quant = scenario
+            .lora
+            .as_ref()
+            .map_or(BaseQuant::None, |l| l.base_quant);
+        ssm::check(spec, precision.autocast, quant)?;
+    }
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
         "gemma2" | "gemma3_text" | "gemma3" => Layout::PrePostNorm,
@@ -1141,7 +1159,8 @@ fn profile_with(
         "cohere" => Layout::Parallel,
         _ => Layout::PreNorm,
     };
-    let rope = !matches!(mt, "gpt2" | "opt" | "bloom" | "bert");
+    let has_attention = spec.layers.iter().any(|l| l.attention.is_some());
+    let rope = has_attention && !matches!(mt, "gpt2" | "opt" | "bloom" | "bert");
     let b = scenario.batch;
     let s = scenario.seq_len;
     let mut w = Walk {
@@ -1239,7 +1258,8 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         }
     }
     let pre_saved = sim.saved_bytes();
-    let mask = if w.attention == AttentionImpl::Eager {
+    let has_attention = w.spec.layers.iter().any(|l| l.attention.is_some());
+    let mask = if w.attention == AttentionImpl::Eager && has_attention {
         Some(sim.alloc(w.b * w.s * w.s, sim.elem(x), false))
     } else {
         None
@@ -1344,7 +1364,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     let logits_handle;
     let mut head_copies = 0u64;
     let (logits_bytes, logits_fp32_bytes, log_softmax_bytes);
-    if w.spec.kind == ModelKind::DecoderOnly {
+    if matches!(w.spec.kind, ModelKind::DecoderOnly | ModelKind::StateSpace) {
         let has_final = w.derived.has_final_norm;
         let n = if has_final {
             let n = w.norm(&mut sim, x, t * h, t);
