@@ -282,6 +282,8 @@ impl Walk<'_> {
         sim.drop(delta_bu);
         let stacked = sim.alloc(t.saturating_mul(d), e, states.rg);
         sim.drop(steps);
+        sim.drop(states);
+        sim.drop(disc_a);
         // scan_output + u * D.float()[None, :, None], then * silu(z)
         // D.float(): the parameter itself in fp32, a saved copy otherwise
         let d_copy = (p != 4).then(|| sim.alloc(d, 4, full));
@@ -434,5 +436,26 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("mixed_precision"), "{text}");
         assert!(text.contains("autocast"), "{text}");
+    }
+
+    #[test]
+    fn with_checkpointing_a_layer_keeps_only_its_input() {
+        let spec = crate::parse_config(SMALL_FALCON, None).unwrap();
+        let plain = fp32(1, 64);
+        let ckpt = Scenario {
+            grad_checkpointing: true,
+            ..fp32(1, 64)
+        };
+        let profile = |s: &Scenario| {
+            super::super::profile(&spec, s, Precision::of(s), None, Counting::CpuExact).unwrap()
+        };
+        let (p, c) = (profile(&plain), profile(&ckpt));
+        let input = 64 * 256 * 4;
+        assert_eq!(c.layers_kept_bytes, input);
+        // everything the layer saved is gone at the end of forward but its input
+        assert_eq!(
+            p.forward_end_bytes - c.forward_end_bytes,
+            p.layers_kept_bytes - input
+        );
     }
 }
