@@ -121,6 +121,18 @@ impl Walk<'_> {
         out
     }
 
+    /// `a * b` broadcast to `elems` elements of `elem` bytes: autograd's `MulBackward0` saves `b`
+    /// when `a` requires grad and `a` when `b` does.
+    fn product(&self, sim: &mut Sim, a: V, b: V, elems: u64, elem: u64) -> V {
+        if a.rg {
+            sim.save(b);
+        }
+        if b.rg {
+            sim.save(a);
+        }
+        sim.alloc(elems, elem, a.rg || b.rg)
+    }
+
     /// FalconMamba's `FalconMambaWeightlessRMSNorm`: `_norm(x.float()).type_as(x)` over `width`.
     fn weightless_norm(&mut self, sim: &mut Sim, x: V, width: u64) -> V {
         let t = self.t;
@@ -226,12 +238,8 @@ impl Walk<'_> {
         // discrete_A = exp(A[None, :, None, :] * dt[..., None]): the product saves A and dt and
         // is freed once exp (which saves its output) ran.
         let tdn = t.saturating_mul(d).saturating_mul(st);
-        let prod_rg = dt.rg || a.rg;
-        if prod_rg {
-            sim.save(a);
-            sim.save(dt);
-        }
-        let prod = sim.alloc(tdn, 4, prod_rg);
+        let prod = self.product(sim, a, dt, tdn, 4);
+        let prod_rg = prod.rg;
         let disc_a = sim.alloc(tdn, 4, prod_rg);
         if prod_rg {
             sim.save(disc_a);
@@ -240,19 +248,10 @@ impl Walk<'_> {
         sim.drop(a);
         // discrete_B = dt[..., None] * B[:, None].float(); deltaB_u = discrete_B * u[..., None].float()
         let b32 = sim.cast(bm, 4);
-        let db_rg = dt.rg || b32.rg;
-        if db_rg {
-            sim.save(dt);
-            sim.save(b32);
-        }
-        let disc_b = sim.alloc(tdn, 4, db_rg);
+        let disc_b = self.product(sim, dt, b32, tdn, 4);
         let u32 = sim.cast(u, 4);
-        let dbu_rg = disc_b.rg || u32.rg;
-        if dbu_rg {
-            sim.save(disc_b);
-            sim.save(u32);
-        }
-        let delta_bu = sim.alloc(tdn, 4, dbu_rg);
+        let delta_bu = self.product(sim, disc_b, u32, tdn, 4);
+        let dbu_rg = delta_bu.rg;
         sim.drop(disc_b);
         sim.drop(b32);
         // the recurrent loop: zero state (input dtype), then per step state = dA_i·state + dBu_i
@@ -287,14 +286,13 @@ impl Walk<'_> {
         // scan_output + u * D.float()[None, :, None], then * silu(z)
         // D.float(): the parameter itself in fp32, a saved copy otherwise
         let d_copy = (p != 4).then(|| sim.alloc(d, 4, full));
-        let skip_rg = u.rg || full;
-        if skip_rg {
-            sim.save(u);
-        }
-        if let (Some(c), true) = (d_copy, u.rg) {
-            sim.save(c);
-        }
-        let skip = sim.alloc(t.saturating_mul(d), e.max(4), skip_rg);
+        let d_f = match d_copy {
+            Some(c) => sim.share(c),
+            None => sim.alloc(0, 4, full), // the fp32 parameter itself: no new bytes
+        };
+        let skip = self.product(sim, u, d_f, t.saturating_mul(d), e.max(4));
+        let skip_rg = skip.rg;
+        sim.drop(d_f);
         let with_skip = sim.alloc(t.saturating_mul(d), e.max(4), skip_rg || stacked.rg);
         sim.drop(skip);
         sim.drop(stacked);
@@ -305,12 +303,7 @@ impl Walk<'_> {
             sim.save(proj); // silu(z) saves z, a view of projected_states
         }
         let silu_z = sim.alloc(t.saturating_mul(d), e, proj.rg);
-        let gated_rg = with_skip.rg || silu_z.rg;
-        if gated_rg {
-            sim.save(with_skip);
-            sim.save(silu_z);
-        }
-        let gated = sim.alloc(t.saturating_mul(d), e.max(4), gated_rg);
+        let gated = self.product(sim, with_skip, silu_z, t.saturating_mul(d), e.max(4));
         sim.drop(with_skip);
         sim.drop(silu_z);
         sim.drop(u32);
