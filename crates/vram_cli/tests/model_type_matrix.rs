@@ -18,11 +18,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
         "encoder–decoder training activations are not modelled (the estimate refuses)",
     ),
     (
-        "type-mamba-train-mixed",
-        "state-space training under autocast is not modelled (the estimate refuses: CPU and CUDA \
-         autocast cast the scan's exp, softplus, pow and rsqrt differently)",
-    ),
-    (
         "type-recurrent_gemma-train",
         "hybrid recurrent/attention training activations are not modelled (the estimate refuses)",
     ),

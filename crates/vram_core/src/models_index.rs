@@ -77,9 +77,7 @@ fn kv_kinds(spec: &crate::ModelSpec) -> String {
 fn training_kind(spec: &crate::ModelSpec) -> &'static str {
     match spec.kind {
         ModelKind::EncoderDecoder => "refused (encoder–decoder activations not modelled)",
-        ModelKind::StateSpace => {
-            "modelled without autocast (fp32 or pure bf16/fp16; the mixer's torch path)"
-        }
+        ModelKind::StateSpace => "modelled (the mixer's torch path, without the mamba_ssm kernels)",
         _ if spec.layers.iter().any(|l| l.ssm.is_some()) => {
             "refused (hybrid state-space layers not modelled)"
         }

@@ -1149,7 +1149,7 @@ fn profile_with(
             .lora
             .as_ref()
             .map_or(BaseQuant::None, |l| l.base_quant);
-        ssm::check(spec, precision.autocast, quant)?;
+        ssm::check(spec, quant)?;
     }
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
@@ -1394,6 +1394,14 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         head_saved = sim.saved_bytes() - before_head;
         head_copies = w.autocast_saved_bytes - head_copies_before;
         let l32 = sim.cast(logits, 4);
+        // Mamba's heads upcast inside the model (`self.lm_head(...).float()`,
+        // modeling_mamba.py / modeling_falcon_mamba.py): the output holds the fp32 logits and the
+        // compute-dtype ones are freed at once.
+        let state_space = w.spec.kind == ModelKind::StateSpace;
+        if state_space {
+            sim.drop(logits);
+            logits = sim.share(l32);
+        }
         let ls = sim.alloc(t * vocab, 4, true);
         sim.save(ls);
         let shift = sim.alloc(t, 8, false);
