@@ -186,26 +186,6 @@ impl AppState {
                 checked = Ok(());
             }
         }
-        // A task whose default precision the model cannot take (autocast for a state-space
-        // model): the task opens in pure bf16 instead, and the field says why.
-        if let (Err(msg), "task") = (&checked, field) {
-            if msg.starts_with("mixed_precision") {
-                let mut reset = next.clone();
-                for s in [&mut reset.train, &mut reset.finetune] {
-                    s.mixed_precision = vram_core::scenario::MixedPrecision::None;
-                    s.dtype = vram_core::scenario::Dtype::Bf16;
-                }
-                if self.check(&reset).is_ok() {
-                    let set = match self.lang.get_untracked() {
-                        Lang::En => "set to pure bf16 (no autocast)",
-                        Lang::Zh => "已改为纯 bf16（不用 autocast）",
-                    };
-                    notice = Some(format!("{msg} — {set}"));
-                    next = reset;
-                    checked = Ok(());
-                }
-            }
-        }
         match checked {
             Ok(()) => {
                 self.set_field_error
