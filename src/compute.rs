@@ -410,7 +410,7 @@ pub fn train_batch_sweep(
 
 /// Training device memory against sequence length, eager and SDPA attention: `series[0]` is eager,
 /// `series[1]` SDPA (or flash-attention when the scenario uses it; its memory is SDPA's), named
-/// `names` in that order. `primary` is the scenario's choice (`s.attention`), the other one is the
+/// `names` in that order; one unnamed series for a model without attention layers. `primary` is the scenario's choice (`s.attention`), the other one is the
 /// comparison; the current sequence length (`s.seq_len`) is marked.
 pub fn train_seq_sweep(
     spec: &ModelSpec,
@@ -424,9 +424,17 @@ pub fn train_seq_sweep(
         AttentionImpl::Eager => AttentionImpl::Sdpa,
         other => other,
     };
-    let series = [AttentionImpl::Eager, fused]
-        .into_iter()
-        .zip(names)
+    // A model without attention layers (mamba) has one curve, unnamed: the implementation changes
+    // nothing.
+    let attends = spec.layers.iter().any(|l| l.attention.is_some());
+    let impls: &[(AttentionImpl, &str)] = if attends {
+        &[(AttentionImpl::Eager, names[0]), (fused, names[1])]
+    } else {
+        &[(fused, "")]
+    };
+    let series = impls
+        .iter()
+        .copied()
         .map(|(attention, name)| {
             let scenarios: Vec<Scenario> = xs
                 .iter()
@@ -444,7 +452,7 @@ pub fn train_seq_sweep(
         .collect();
     Sweep {
         series,
-        primary: usize::from(s.attention != AttentionImpl::Eager),
+        primary: usize::from(attends && s.attention != AttentionImpl::Eager),
         capacity_bytes: Some(usable),
         largest_fit: max_seq,
         current: Some(s.seq_len),

@@ -824,12 +824,12 @@ fn draw_kind<DB: DrawingBackend>(
             draw_sweep(root, &sweep, unit_bytes, &text, theme).is_ok()
         }
         (ChartKind::TrainSeq, ChartData::Sweep(sweep)) => {
-            let text = chart_text(
-                t.chart_seq,
-                t.seq_axis,
-                unit_name,
-                vec!["eager".into(), "SDPA".into()],
-            );
+            let names = if sweep.series.len() == 1 {
+                vec![String::new()]
+            } else {
+                vec!["eager".into(), "SDPA".into()]
+            };
+            let text = chart_text(t.chart_seq, t.seq_axis, unit_name, names);
             draw_sweep(root, &sweep, unit_bytes, &text, theme).is_ok()
         }
         (ChartKind::InferContext, ChartData::Sweep(sweep)) => {

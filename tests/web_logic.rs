@@ -178,6 +178,29 @@ fn batch_sweep_marks_the_largest_fitting_batch() {
 }
 
 #[test]
+fn a_model_without_attention_has_one_unnamed_sequence_curve() {
+    let m = load_preset("state-spaces__mamba-130m-hf").unwrap();
+    let s = Scenario::default();
+    let sweep = compute::train_seq_sweep(&m.spec, &s, 80 << 30, None, ["eager", "sdpa"]);
+    assert_eq!(sweep.series.len(), 1);
+    assert_eq!(sweep.series[0].name, "");
+    assert_eq!(sweep.primary, 0);
+    // each point is the core's estimate at that sequence length
+    let (x, bytes) = sweep.series[0].points[0];
+    let at = Scenario {
+        seq_len: x,
+        ..s.clone()
+    };
+    let e = vram_core::train::estimate_training(
+        &m.spec,
+        &at,
+        &vram_core::report::DeviceOverheads::default(),
+    )
+    .unwrap();
+    assert_eq!(bytes, e.device_bytes);
+}
+
+#[test]
 fn eager_grows_faster_than_sdpa_with_sequence_length() {
     let m = load_preset("HuggingFaceTB__SmolLM2-135M-Instruct").unwrap();
     let sweep = compute::train_seq_sweep(
