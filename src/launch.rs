@@ -29,12 +29,13 @@ pub use vram_core::plan::launch::DEEPSPEED_CONFIG_FILE;
 /// serve with llama.cpp → nothing (the local view has its own lines); fine-tune → peft `LoraConfig`,
 /// `BitsAndBytesConfig` for a quantized base and TRL `SFTConfig`, plus a DeepSpeed config and a
 /// `torchrun` line with ZeRO or more than one GPU; train → `TrainingArguments`, a DeepSpeed config
-/// and a `torchrun` line.
-pub fn launch_lines(model_id: &str, page: &PageScenario) -> Vec<LaunchBlock> {
+/// and a `torchrun` line. `attends`: the model has attention layers (a mamba model has none, and
+/// transformers refuses an `attn_implementation` for it: the Python lines then leave it out).
+pub fn launch_lines(model_id: &str, page: &PageScenario, attends: bool) -> Vec<LaunchBlock> {
     match page.task {
         Task::Serve => match page.infer.engine {
             Engine::Vllm => vec![vllm_block(model_id, &page.infer)],
-            Engine::Transformers => vec![transformers_block(model_id, &page.infer)],
+            Engine::Transformers => vec![transformers_block(model_id, &page.infer, attends)],
             Engine::LlamaCpp => Vec::new(),
         },
         Task::Finetune | Task::Train => {
@@ -44,7 +45,7 @@ pub fn launch_lines(model_id: &str, page: &PageScenario) -> Vec<LaunchBlock> {
                 // same text `vram plan` prints); HF FSDP2 keeps the trainer's Python block.
                 let mut out = Vec::new();
                 if s.layout.framework == vram_core::scenario::Framework::Hf {
-                    out.push(training_block(model_id, s, page.task, false));
+                    out.push(training_block(model_id, s, page.task, false, attends));
                 }
                 out.extend(
                     vram_core::plan::launch::training_launch(s, model_id)
@@ -64,7 +65,7 @@ pub fn launch_lines(model_id: &str, page: &PageScenario) -> Vec<LaunchBlock> {
                 return out;
             }
             let distributed = page.task == Task::Train || s.zero.0 > 0 || s.gpus > 1;
-            let mut out = vec![training_block(model_id, s, page.task, distributed)];
+            let mut out = vec![training_block(model_id, s, page.task, distributed, attends)];
             if distributed {
                 out.push(deepspeed_block(s));
                 out.push(torchrun_block(s));
@@ -184,12 +185,18 @@ fn vllm_block(model_id: &str, s: &Scenario) -> LaunchBlock {
     }
 }
 
-/// `attn_implementation` value.
-fn attn_name(a: AttentionImpl) -> &'static str {
-    match a {
+/// The `attn_implementation=…` argument line of `from_pretrained`, or nothing for a model without
+/// attention layers.
+fn attn_arg(a: AttentionImpl, attends: bool) -> String {
+    let name = match a {
         AttentionImpl::Eager => "eager",
         AttentionImpl::Sdpa => "sdpa",
         AttentionImpl::Flash => "flash_attention_2",
+    };
+    if attends {
+        format!("    attn_implementation={},\n", py_str(name))
+    } else {
+        String::new()
     }
 }
 
@@ -210,7 +217,7 @@ fn bnb_config(nf4: Option<(bool, bool)>, compute: Dtype, indent: &str) -> String
 }
 
 /// The transformers loading snippet for serving.
-fn transformers_block(model_id: &str, s: &Scenario) -> LaunchBlock {
+fn transformers_block(model_id: &str, s: &Scenario, attends: bool) -> LaunchBlock {
     let format = weight_format(s);
     let dtype = match &format {
         Some(WeightFormat::Float { dtype }) => *dtype,
@@ -238,10 +245,10 @@ fn transformers_block(model_id: &str, s: &Scenario) -> LaunchBlock {
         ));
     }
     text.push_str(&format!(
-        "model = AutoModelForCausalLM.from_pretrained(\n    {},\n    torch_dtype={},\n    attn_implementation={},\n",
+        "model = AutoModelForCausalLM.from_pretrained(\n    {},\n    torch_dtype={},\n{}",
         py_str(model_id),
         torch_dtype(dtype),
-        py_str(attn_name(s.attention)),
+        attn_arg(s.attention, attends),
     ));
     if let Some(q) = quant {
         text.push_str(&format!("    quantization_config={q},\n"));
@@ -282,7 +289,13 @@ use vram_core::plan::launch::compute_dtype;
 
 /// The Python block of a training task: model loading, LoRA (fine-tune) and the trainer's arguments
 /// (`SFTConfig` for fine-tuning, `TrainingArguments` for full training).
-fn training_block(model_id: &str, s: &Scenario, task: Task, deepspeed: bool) -> LaunchBlock {
+fn training_block(
+    model_id: &str,
+    s: &Scenario,
+    task: Task,
+    deepspeed: bool,
+    attends: bool,
+) -> LaunchBlock {
     let lora = s.lora.as_ref();
     let base_quant = lora.map_or(BaseQuant::None, |l| l.base_quant);
     let compute = compute_dtype(s);
@@ -321,10 +334,10 @@ fn training_block(model_id: &str, s: &Scenario, task: Task, deepspeed: bool) -> 
         }
     }
     text.push_str(&format!(
-        "model = AutoModelForCausalLM.from_pretrained(\n    {},\n    torch_dtype={},\n    attn_implementation={},\n",
+        "model = AutoModelForCausalLM.from_pretrained(\n    {},\n    torch_dtype={},\n{}",
         py_str(model_id),
         torch_dtype(s.dtype),
-        py_str(attn_name(s.attention)),
+        attn_arg(s.attention, attends),
     ));
     if base_quant != BaseQuant::None {
         text.push_str("    quantization_config=bnb_config,\n");

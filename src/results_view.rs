@@ -1085,7 +1085,8 @@ fn LaunchCard() -> impl IntoView {
                             .map_or_else(|| m.spec.name.clone(), |p| p.repo.to_string()),
                         _ => m.spec.name.clone(),
                     };
-                    crate::launch::launch_lines(&repo, &page)
+                    let attends = m.spec.layers.iter().any(|l| l.attention.is_some());
+                    crate::launch::launch_lines(&repo, &page, attends)
                 })
                 .unwrap_or_default()
         })

@@ -593,7 +593,7 @@ fn block<'a>(blocks: &'a [LaunchBlock], language: &str) -> &'a LaunchBlock {
 
 #[test]
 fn vllm_tp2_fp8_kv_command() {
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &vllm_tp2_fp8_page());
+    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &vllm_tp2_fp8_page(), true);
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].title, "vLLM");
     assert_eq!(blocks[0].language, "sh");
@@ -610,18 +610,20 @@ fn vllm_tp2_fp8_kv_command() {
     p.infer.weights = Some("awq-4bit".into());
     p.infer.serving.max_num_seqs = 64;
     p.infer.serving.gpu_memory_utilization = 0.95;
-    let text = &launch_lines("m", &p)[0].text;
+    let text = &launch_lines("m", &p, true)[0].text;
     assert!(text.contains("--quantization awq \\\n"), "{text}");
     assert!(text.contains("--max-num-seqs 64"), "{text}");
     assert!(text.contains("--gpu-memory-utilization 0.95"), "{text}");
     p.infer.weights = Some("fp8".into());
-    assert!(launch_lines("m", &p)[0].text.contains("--quantization fp8"));
+    assert!(launch_lines("m", &p, true)[0]
+        .text
+        .contains("--quantization fp8"));
     p.infer.weights = Some("gptq-4bit".into());
-    assert!(launch_lines("m", &p)[0]
+    assert!(launch_lines("m", &p, true)[0]
         .text
         .contains("--quantization gptq"));
     // A model id with shell characters is quoted.
-    assert!(launch_lines("a b'c", &p)[0]
+    assert!(launch_lines("a b'c", &p, true)[0]
         .text
         .starts_with("vllm serve 'a b'\\''c' \\\n"));
 }
@@ -631,7 +633,7 @@ fn transformers_snippet_and_llama_cpp_skip() {
     let mut p = PageScenario::default();
     p.infer.engine = Engine::Transformers;
     p.infer.weights = Some("nf4".into());
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &p);
+    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &p, true);
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].language, "python");
     assert_eq!(
@@ -655,17 +657,17 @@ model = AutoModelForCausalLM.from_pretrained(
     );
     p.infer.weights = Some("int8".into());
     p.infer.attention = AttentionImpl::Flash;
-    let text = &launch_lines("m", &p)[0].text;
+    let text = &launch_lines("m", &p, true)[0].text;
     assert!(text.contains("quantization_config=BitsAndBytesConfig(load_in_8bit=True),"));
     assert!(text.contains("attn_implementation=\"flash_attention_2\""));
 
     p.infer.engine = Engine::LlamaCpp;
-    assert!(launch_lines("m", &p).is_empty());
+    assert!(launch_lines("m", &p, true).is_empty());
 }
 
 #[test]
 fn qlora_snippet() {
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &qlora_page());
+    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &qlora_page(), true);
     assert_eq!(blocks.len(), 1, "one GPU, no ZeRO: no DeepSpeed");
     assert_eq!(blocks[0].language, "python");
     assert_eq!(
@@ -707,7 +709,7 @@ args = SFTConfig(
     // With two GPUs the fine-tune gets a DeepSpeed config and a launcher too.
     let mut p = qlora_page();
     p.finetune.gpus = 2;
-    let blocks = launch_lines("m", &p);
+    let blocks = launch_lines("m", &p, true);
     assert_eq!(
         blocks.iter().map(|b| b.language).collect::<Vec<_>>(),
         ["python", "json", "sh"]
@@ -719,7 +721,7 @@ args = SFTConfig(
 
 #[test]
 fn zero3_offload_deepspeed_config() {
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &zero3_offload_page());
+    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &zero3_offload_page(), true);
     let json = block(&blocks, "json");
     assert_eq!(json.title, "DeepSpeed config (ds_config.json)");
     let v: serde_json::Value = serde_json::from_str(&json.text).expect("valid JSON");
@@ -751,8 +753,40 @@ fn zero3_offload_deepspeed_config() {
     p.train.offload_params = false;
     p.train.mixed_precision = MixedPrecision::Fp16;
     let v: serde_json::Value =
-        serde_json::from_str(&block(&launch_lines("m", &p), "json").text).unwrap();
+        serde_json::from_str(&block(&launch_lines("m", &p, true), "json").text).unwrap();
     assert_eq!(v["zero_optimization"], serde_json::json!({"stage": 2}));
     assert_eq!(v["fp16"]["enabled"], true);
     assert!(v.get("bf16").is_none());
+}
+
+#[test]
+fn a_model_without_attention_gets_python_lines_without_attn_implementation() {
+    // transformers refuses any attn_implementation for MambaForCausalLM ("does not support an
+    // attention implementation through torch.nn.functional.scaled_dot_product_attention")
+    let mut serve = PageScenario::default();
+    serve.infer.engine = Engine::Transformers;
+    for p in [
+        serve,
+        zero3_offload_page(),
+        PageScenario {
+            task: Task::Train,
+            ..PageScenario::default()
+        },
+    ] {
+        let with = launch_lines("state-spaces/mamba-130m-hf", &p, true);
+        let without = launch_lines("state-spaces/mamba-130m-hf", &p, false);
+        let python = |blocks: &[LaunchBlock]| {
+            blocks
+                .iter()
+                .find(|b| b.language == "python")
+                .map(|b| b.text.clone())
+                .unwrap()
+        };
+        assert!(python(&with).contains("attn_implementation="));
+        assert!(!python(&without).contains("attn_implementation"));
+        assert_eq!(
+            python(&with).lines().count(),
+            python(&without).lines().count() + 1
+        );
+    }
 }
