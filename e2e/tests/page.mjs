@@ -94,7 +94,8 @@ test('only valid combinations are offered: no fp8 KV cache under transformers, a
   await openApp(page);
   await choosePreset(page, 'Qwen__Qwen2.5-3B');
   const kvOptions = async () => page.evaluate(() => [...document.querySelectorAll('[data-testid="f-kv_dtype"] option')].map((o) => o.value));
-  assert((await kvOptions()).includes('fp8'), 'vLLM offers an fp8 KV cache');
+  // the model is read asynchronously (the page's app chunk): wait for the form, then check
+  await waitFor(page, () => [...document.querySelectorAll('[data-testid="f-kv_dtype"] option')].some((o) => o.value === 'fp8'), null, 'vLLM offering an fp8 KV cache');
   await page.selectOption('[data-testid="f-kv_dtype"]', 'fp8');
   const vllm = cliEstimate('Qwen__Qwen2.5-3B', [...SERVE, '--kv-dtype', 'fp8']);
   await waitVerdictTotal(page, vllm.infer.device_bytes);
