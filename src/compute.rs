@@ -426,7 +426,7 @@ pub fn train_seq_sweep(
     };
     // A model without attention layers (mamba) has one curve, unnamed: the implementation changes
     // nothing.
-    let attends = spec.layers.iter().any(|l| l.attention.is_some());
+    let attends = spec.derived().has_attention;
     let impls: &[(AttentionImpl, &str)] = if attends {
         &[(AttentionImpl::Eager, names[0]), (fused, names[1])]
     } else {

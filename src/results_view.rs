@@ -1085,8 +1085,7 @@ fn LaunchCard() -> impl IntoView {
                             .map_or_else(|| m.spec.name.clone(), |p| p.repo.to_string()),
                         _ => m.spec.name.clone(),
                     };
-                    let attends = m.spec.layers.iter().any(|l| l.attention.is_some());
-                    crate::launch::launch_lines(&repo, &page, attends)
+                    crate::launch::launch_lines(&repo, &page, m.spec.derived().has_attention)
                 })
                 .unwrap_or_default()
         })

@@ -70,6 +70,9 @@ pub struct Derived {
     pub has_final_norm: bool,
     /// Whether an untied output projection exists.
     pub has_lm_head: bool,
+    /// Whether any layer of the main stack attends (a mamba model has none: no mask, no rotary
+    /// tables, no attention implementation to choose).
+    pub has_attention: bool,
 }
 
 /// Components of the tensors inside a layer's blocks (what the activation walk reads per layer).
@@ -223,6 +226,7 @@ impl Derived {
             has_position_embedding: any(Component::PositionEmbedding),
             has_final_norm: any(Component::FinalNorm),
             has_lm_head: any(Component::LmHead),
+            has_attention: spec.layers.iter().any(|l| l.attention.is_some()),
         }
     }
 }

@@ -1159,8 +1159,7 @@ fn profile_with(
         "cohere" => Layout::Parallel,
         _ => Layout::PreNorm,
     };
-    let has_attention = spec.layers.iter().any(|l| l.attention.is_some());
-    let rope = has_attention && !matches!(mt, "gpt2" | "opt" | "bloom" | "bert");
+    let rope = spec.derived().has_attention && !matches!(mt, "gpt2" | "opt" | "bloom" | "bert");
     let b = scenario.batch;
     let s = scenario.seq_len;
     let mut w = Walk {
@@ -1258,8 +1257,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         }
     }
     let pre_saved = sim.saved_bytes();
-    let has_attention = w.spec.layers.iter().any(|l| l.attention.is_some());
-    let mask = if w.attention == AttentionImpl::Eager && has_attention {
+    let mask = if w.attention == AttentionImpl::Eager && w.derived.has_attention {
         Some(sim.alloc(w.b * w.s * w.s, sim.elem(x), false))
     } else {
         None
