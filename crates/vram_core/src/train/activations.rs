@@ -308,6 +308,15 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// Autocast casts a weight of `elems` elements to `elem` bytes (`cached_cast`): the copy,
+    /// counted in `autocast_copy_bytes`.
+    fn weight_copy(&mut self, sim: &mut Sim, elems: u64, elem: u64, rg: bool) -> V {
+        self.autocast_copy_bytes = self
+            .autocast_copy_bytes
+            .saturating_add(elems.saturating_mul(elem));
+        sim.alloc_copy(elems, elem, rg)
+    }
+
     /// Autograd saves the autocast weight copy `w`; counted in `autocast_saved_bytes` unless the
     /// save is dropped (inside a checkpointed layer) or was made already.
     fn save_copy(&mut self, sim: &mut Sim, w: V) {
@@ -332,10 +341,7 @@ impl<'a> Walk<'a> {
                 sim.save(xin);
             }
         } else if self.autocast {
-            let w = sim.alloc_copy(weight_elems, self.c, l.trainable);
-            self.autocast_copy_bytes = self
-                .autocast_copy_bytes
-                .saturating_add(weight_elems.saturating_mul(self.c));
+            let w = self.weight_copy(sim, weight_elems, self.c, l.trainable);
             if x.rg {
                 self.save_copy(sim, w);
             }
@@ -375,10 +381,7 @@ impl<'a> Walk<'a> {
                 (r.saturating_mul(l.in_f), x.rg),
                 (r.saturating_mul(l.out_f), true),
             ] {
-                let w = sim.alloc_copy(elems, self.c, true);
-                self.autocast_copy_bytes = self
-                    .autocast_copy_bytes
-                    .saturating_add(elems.saturating_mul(self.c));
+                let w = self.weight_copy(sim, elems, self.c, true);
                 if saved {
                     self.save_copy(sim, w);
                 }
@@ -920,8 +923,7 @@ impl<'a> Walk<'a> {
                     .filter(|t| t.component == Component::Experts)
                     .map(|t| t.numel())
                     .sum();
-                let w = sim.alloc_copy(expert_elems, ce, false);
-                self.autocast_copy_bytes += expert_elems * ce;
+                let w = self.weight_copy(sim, expert_elems, ce, false);
                 if rg {
                     self.save_copy(sim, w);
                 }

@@ -216,24 +216,17 @@ impl Walk<'_> {
         }
         if self.autocast {
             let kd = d.saturating_mul(k);
-            let w = sim.alloc_copy(kd, self.c, full);
-            self.autocast_copy_bytes = self
-                .autocast_copy_bytes
-                .saturating_add(kd.saturating_mul(self.c));
+            let w = self.weight_copy(sim, kd, self.c, full);
             if conv_in.rg {
                 self.save_copy(sim, w);
             }
             sim.drop(w);
-            if self
-                .spec
-                .tensors
+            let has_bias = self
+                .layer_tensor_ids(i)
                 .iter()
-                .any(|t| t.name.contains("conv1d.bias"))
-            {
-                let bias = sim.alloc_copy(d, self.c, full);
-                self.autocast_copy_bytes = self
-                    .autocast_copy_bytes
-                    .saturating_add(d.saturating_mul(self.c));
+                .any(|&j| self.spec.tensors[j].name.contains("conv1d.bias"));
+            if has_bias {
+                let bias = self.weight_copy(sim, d, self.c, full);
                 if full {
                     self.cache.push(bias);
                 } else {
