@@ -37,10 +37,6 @@ const pid = input[0]?.pid;
 const settledEnds = events.filter((e) => e.name === 'vram:settled' && (e.ph === 'e' || e.ph === 'E')).map((e) => e.ts);
 const shownEnds = events.filter((e) => e.name === 'vram:shown' && (e.ph === 'e' || e.ph === 'E')).map((e) => e.ts);
 const main = events.filter((e) => e.pid === pid && e.tid === tid && e.ph === 'X' && e.dur !== undefined);
-const kinds = ['UpdateLayoutTree', 'Layout', 'PrePaint', 'Paint', 'Layerize', 'Commit', 'UpdateLayer',
-  'FireAnimationFrame', 'TimerFire', 'FunctionCall', 'RunMicrotasks', 'EventDispatch', 'HitTest', 'ParseHTML',
-  'v8.run', 'RunTask', 'ThreadControllerImpl::RunTask'];
-const sums = new Map();
 const windows = [];
 for (const m of input) {
   const start = m.ts;

@@ -16,7 +16,10 @@ fn performance() -> Option<web_sys::Performance> {
 pub fn mark_input() {
     if let Some(p) = performance() {
         let _ = p.mark("vram:input");
-        measure_when_effects_ran("vram:shown");
+        after_effects(|| {
+            measure_now("vram:shown");
+            snapshot_shown();
+        });
     }
 }
 
@@ -26,20 +29,24 @@ pub fn mark_input() {
 /// breakdown table at the measure are the ones shown once everything settled.
 const EFFECT_TICKS: u32 = 8;
 
-/// Measures `name` from the latest `vram:input` once the effects queued now (and those they wake,
-/// up to [`EFFECT_TICKS`] deep) have run, after forcing style and layout (`offsetHeight`), still
-/// inside the same microtask checkpoint: the browser cannot render a frame in between, so the
-/// measure is the page's work for the input and never a frame's paint. (Measuring from a timer
-/// task instead, as before 2026-12-03, counted a frame's paint whenever the browser rendered
-/// before running the timer: in most inputs, a Chrome trace showed.)
-fn measure_when_effects_ran(name: &'static str) {
+/// Runs `then` once the effects queued now (and those they wake, up to [`EFFECT_TICKS`] deep) have
+/// run, still inside the same microtask checkpoint: the browser cannot render a frame in between,
+/// so a measure taken there is the page's work for the input and never a frame's paint.
+/// (Measuring from a timer task instead, as before 2026-12-03, counted a frame's paint whenever
+/// the browser rendered before running the timer: in most inputs, a Chrome trace showed.)
+fn after_effects(then: impl FnOnce() + 'static) {
     leptos::task::spawn_local(async move {
         for _ in 0..EFFECT_TICKS {
             YieldOnce(false).await;
         }
-        measure_now(name);
-        snapshot_shown();
+        then();
     });
+}
+
+/// Whether e2e/perf.mjs asked for the snapshots (`window.__vramCheckShown`): a user's inputs do
+/// not pay for reading the results' text.
+fn snapshots_asked(w: &web_sys::Window) -> bool {
+    js_sys::Reflect::get(w, &"__vramCheckShown".into()).is_ok_and(|v| v.is_truthy())
 }
 
 /// Keeps what the verdict and the breakdown table showed at the `vram:shown` measure in
@@ -48,8 +55,7 @@ fn measure_when_effects_ran(name: &'static str) {
 /// it (`window.__vramCheckShown`): a user's inputs do not pay for reading the table's text.
 fn snapshot_shown() {
     let Some(w) = web_sys::window() else { return };
-    let asked = js_sys::Reflect::get(&w, &"__vramCheckShown".into()).is_ok_and(|v| v.is_truthy());
-    if !asked {
+    if !snapshots_asked(&w) {
         return;
     }
     let Some(d) = w.document() else { return };
@@ -89,13 +95,19 @@ impl std::future::Future for YieldOnce {
 
 /// Forces style and layout, then measures `name` from the latest `vram:input`.
 fn measure_now(name: &'static str) {
-    let Some(p) = performance() else { return };
     if let Some(body) = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.body())
     {
         let _ = body.offset_height();
     }
+    measure_from_input(name);
+}
+
+/// Measures `name` from the latest `vram:input` mark, when there is one (charts drawn at mount
+/// have no input to measure from).
+fn measure_from_input(name: &'static str) {
+    let Some(p) = performance() else { return };
     if p.get_entries_by_name_with_entry_type("vram:input", "mark")
         .length()
         > 0
@@ -108,24 +120,12 @@ fn measure_now(name: &'static str) {
 /// `vram:shown` is measured; then `vram:painted` in the first task after the next frame, when the
 /// browser has painted what the follow-up changed. Called at the end of the follow-up task.
 pub fn measure_settled() {
-    leptos::task::spawn_local(async move {
-        for _ in 0..EFFECT_TICKS {
-            YieldOnce(false).await;
-        }
+    after_effects(|| {
         measure_now("vram:settled");
         snapshot_settled();
         leptos::leptos_dom::helpers::request_animation_frame(|| {
             leptos::leptos_dom::helpers::set_timeout(
-                || {
-                    if let Some(p) = performance() {
-                        if p.get_entries_by_name_with_entry_type("vram:input", "mark")
-                            .length()
-                            > 0
-                        {
-                            let _ = p.measure_with_start_mark("vram:painted", "vram:input");
-                        }
-                    }
-                },
+                || measure_from_input("vram:painted"),
                 std::time::Duration::ZERO,
             );
         });
@@ -137,8 +137,7 @@ pub fn measure_settled() {
 /// check that nothing the input causes changed or was redrawn after the measure.
 fn snapshot_settled() {
     let Some(w) = web_sys::window() else { return };
-    let asked = js_sys::Reflect::get(&w, &"__vramCheckShown".into()).is_ok_and(|v| v.is_truthy());
-    if !asked {
+    if !snapshots_asked(&w) {
         return;
     }
     let text = w
@@ -157,14 +156,7 @@ fn snapshot_settled() {
 /// Marks the end of one chart's redraw and measures from the latest input (each chart adds one
 /// `vram:redraw` measure per input; the redraw of an input ends with the last of them).
 pub fn mark_drawn() {
-    let Some(p) = performance() else { return };
-    if p.get_entries_by_name_with_entry_type("vram:input", "mark")
-        .length()
-        == 0
-    {
-        return;
-    }
-    let _ = p.measure_with_start_mark("vram:redraw", "vram:input");
+    measure_from_input("vram:redraw");
 }
 
 /// Marks that the app has mounted (time to interactive is read from this mark).
