@@ -282,6 +282,12 @@ fn compute(
     let full = plan.is_none();
     let vh = spec.vocab_size.saturating_mul(spec.hidden_size);
     let grad_elem = precision.param_bytes;
+    // Decoders and state-space models end in the same causal-LM head (lm_head, tied or not, and
+    // the loss); encoders in a classifier.
+    let causal_lm_head = matches!(
+        spec.kind,
+        crate::spec::ModelKind::DecoderOnly | crate::spec::ModelKind::StateSpace
+    );
     let inputs = phases::PhaseInputs {
         weights_bytes: shard.weights_bytes,
         gradients_bytes: shard.gradients_bytes,
@@ -302,7 +308,7 @@ fn compute(
         // aten::add = 3 × V·H live, SmolLM2-135M fp32); under autocast the lm_head gradient is the
         // fresh fp32 output of ToCopyBackward and is summed in place (lm_head grad + dense grad +
         // incoming gradient live; measured on SmolLM2 4 layers mixed bf16).
-        tied_embedding_grad_bytes: if full && spec.kind == crate::spec::ModelKind::DecoderOnly {
+        tied_embedding_grad_bytes: if full && causal_lm_head {
             let incoming = prof
                 .tokens
                 .saturating_mul(spec.hidden_size)
@@ -326,7 +332,7 @@ fn compute(
         // base + adapters)).
         load_transient_bytes: if head_is_tied
             && spec.tie_word_embeddings
-            && spec.kind == crate::spec::ModelKind::DecoderOnly
+            && causal_lm_head
             && scenario
                 .lora
                 .as_ref()
@@ -340,7 +346,7 @@ fn compute(
         } else {
             0
         },
-        head_grad_bytes: if full && spec.kind == crate::spec::ModelKind::DecoderOnly {
+        head_grad_bytes: if full && causal_lm_head {
             vh.saturating_mul(grad_elem)
         } else {
             0
