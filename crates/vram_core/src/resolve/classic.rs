@@ -666,8 +666,17 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let d_ff = f.require_any(&["d_ff"], "the MLP width")?;
     let vocab = f.require_any(&["vocab_size"], "the vocabulary size (embedding rows)")?;
     let buckets = f.positive("relative_attention_num_buckets")?.unwrap_or(32);
+    // `T5Config.__post_init__`: `feed_forward_proj` = "[gated-]act" ("gated-gelu" meaning
+    // gelu_new); `is_gated_act` and `dense_act_fn` written in the config are set after it and win.
     let proj = f.str("feed_forward_proj")?.unwrap_or("relu");
-    let gated = proj.starts_with("gated-");
+    let gated = f
+        .bool("is_gated_act")?
+        .unwrap_or(proj.starts_with("gated-"));
+    let act = match f.str("dense_act_fn")? {
+        Some(a) => a,
+        None if proj == "gated-gelu" => "gelu_new",
+        None => proj.rsplit('-').next().unwrap_or(proj),
+    };
     let tie = f.bool("tie_word_embeddings")?.unwrap_or(true);
     let inner = heads.saturating_mul(d_kv);
     let attn = AttentionSpec {
@@ -799,12 +808,9 @@ pub(crate) fn t5(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         heads,
         vocab,
     };
-    let act = if gated {
-        proj.trim_start_matches("gated-")
-    } else {
-        proj
-    };
-    let drop = dropouts(f, &["dropout_rate"], &["dropout_rate"])?;
+    // `dropout_rate` defaults to 0.1 (T5Config) and drives every dropout of the model
+    let rate = f.f64("dropout_rate")?.map_or(0.1, |p| p.clamp(0.0, 1.0));
+    let drop = (rate, rate);
     let mut s = spec(
         "t5",
         ModelKind::EncoderDecoder,
