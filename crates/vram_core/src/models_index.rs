@@ -76,7 +76,9 @@ fn kv_kinds(spec: &crate::ModelSpec) -> String {
 /// Whether the training estimate covers a spec, or why it is refused (`train::activations`).
 fn training_kind(spec: &crate::ModelSpec) -> &'static str {
     match spec.kind {
-        ModelKind::EncoderDecoder => "refused (encoder–decoder activations not modelled)",
+        ModelKind::EncoderDecoder => {
+            "modelled (encoder and decoder walked; unquantized bases only)"
+        }
         ModelKind::StateSpace => "modelled (the mixer's torch path, without the mamba_ssm kernels)",
         _ if spec.layers.iter().any(|l| l.ssm.is_some()) => {
             "refused (hybrid state-space layers not modelled)"

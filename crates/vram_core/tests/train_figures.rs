@@ -122,14 +122,28 @@ fn mamba_trains_under_autocast_and_in_pure_bf16() {
 }
 
 #[test]
-fn t5_training_is_refused_with_a_clear_message() {
-    let err = estimate_training(
+fn t5_trains_with_both_stacks_counted() {
+    // 60,506,624 parameters (the shared embedding once), bf16: weights and gradients 2 B each.
+    let e = estimate_training(
         &spec("google-t5__t5-small"),
         &pure_bf16(),
         &DeviceOverheads::default(),
     )
-    .unwrap_err();
-    assert!(err.to_string().contains("not modelled"));
+    .unwrap();
+    assert_eq!(e.weights_bytes, 121_013_248);
+    assert_eq!(e.gradients_bytes, 121_013_248);
+    // 6 encoder + 6 decoder blocks walked
+    let layers = e
+        .terms
+        .iter()
+        .find(|t| t.key == "activations_layers")
+        .unwrap();
+    assert!(
+        layers.formula.starts_with("6 encoder + 6 decoder layers"),
+        "{}",
+        layers.formula
+    );
+    assert!(e.peak_allocated_bytes > e.weights_bytes + e.gradients_bytes + e.activations_bytes);
 }
 
 #[test]

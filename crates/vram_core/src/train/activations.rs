@@ -26,6 +26,7 @@
 //!   non-reentrant): every layer keeps its input; the rest is recomputed one layer at a time.
 
 mod ssm;
+mod t5;
 
 use super::few::Few;
 use super::lora::LoraPlan;
@@ -54,6 +55,9 @@ pub struct LayerAct {
     pub attn_backward_transient_bytes: u64,
     /// Trainable-parameter gradients of this layer.
     pub grad_bytes: u64,
+    /// Of `grad_bytes`, those that exist when the MLP half's backward (which runs first) peaks;
+    /// the rest arrive after it.
+    pub mlp_peak_grad_bytes: u64,
 }
 
 /// The layers' figures as runs of identical consecutive layers: a 36-layer model whose layers
@@ -163,6 +167,16 @@ pub struct ActivationProfile {
     pub checkpointing: bool,
     /// Σ saved bytes of all layers (without checkpointing), or of their inputs (with it).
     pub layers_kept_bytes: u64,
+    /// Encoder–decoder (t5): the first `encoder_layers` entries of `layers` are the encoder's
+    /// blocks, the rest the decoder's; 0 for a single stack.
+    pub encoder_layers: u64,
+    /// Encoder–decoder: bytes saved between the encoder's last block and the decoder's first
+    /// (the encoder's final norm and dropout mask, the decoder's input ids and embedding dropout
+    /// mask), all released before the encoder's blocks run backward.
+    pub between_stacks_saved_bytes: u64,
+    /// Of [`ActivationProfile::between_stacks_saved_bytes`], what is still held while the
+    /// decoder's embedding runs backward (all but the decoder's embedding dropout mask).
+    pub between_stacks_held_bytes: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -244,16 +258,7 @@ fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
             found: format!("model_type {:?}", spec.model_type),
         });
     }
-    match spec.kind {
-        ModelKind::DecoderOnly | ModelKind::EncoderOnly | ModelKind::StateSpace => Ok(()),
-        ModelKind::EncoderDecoder => Err(ScenarioError::Invalid {
-            field: "mode".into(),
-            expected: "a decoder-only, encoder-only or state-space model: training activations of \
-                       encoder–decoder (t5) models are not modelled"
-                .into(),
-            found: format!("model_type {:?}", spec.model_type),
-        }),
-    }
+    Ok(())
 }
 
 impl<'a> Walk<'a> {
@@ -480,8 +485,9 @@ impl<'a> Walk<'a> {
         if x.rg {
             sim.save(mask);
         }
-        sim.drop(mask);
+        // `input * mask` (CPU) / the fused kernel (CUDA): the mask is alive next to the output
         let out = sim.alloc(n, sim.elem(x), x.rg);
+        sim.drop(mask);
         sim.drop(x);
         out
     }
@@ -1075,6 +1081,7 @@ impl<'a> Walk<'a> {
             mlp_backward_transient_bytes: mlp_bwd.saturating_add(weight_transient),
             attn_backward_transient_bytes: attn_bwd.saturating_add(weight_transient),
             grad_bytes,
+            mlp_peak_grad_bytes: grad_bytes,
         };
         (out, act)
     }
@@ -1146,12 +1153,15 @@ fn profile_with(
     replay: bool,
 ) -> Result<ActivationProfile, ScenarioError> {
     checked_dims(spec)?;
+    let quant = scenario
+        .lora
+        .as_ref()
+        .map_or(BaseQuant::None, |l| l.base_quant);
     if spec.kind == ModelKind::StateSpace {
-        let quant = scenario
-            .lora
-            .as_ref()
-            .map_or(BaseQuant::None, |l| l.base_quant);
         ssm::check(spec, quant)?;
+    }
+    if t5::is_t5(spec) {
+        t5::check(spec, quant)?;
     }
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
@@ -1209,6 +1219,9 @@ fn profile_with(
 /// One forward walk; `lora_kind` is [`lora_layer_kinds`] of the walk (computed once for both walks
 /// of a checkpointed step).
 fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> ActivationProfile {
+    if t5::is_t5(w.spec) {
+        return t5::run(w, checkpointing);
+    }
     let mut sim = Sim::with_capacity(256);
     w.cache.clear();
     w.cache_free_bytes = 0;
@@ -1516,6 +1529,9 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         layers_kept_bytes: kept,
         inputs_bytes: t * 8,
         labels_saved_bytes: if logits_bytes > 0 { t * 8 } else { 0 },
+        encoder_layers: 0,
+        between_stacks_saved_bytes: 0,
+        between_stacks_held_bytes: 0,
     }
 }
 

@@ -288,6 +288,12 @@ fn compute(
         spec.kind,
         crate::spec::ModelKind::DecoderOnly | crate::spec::ModelKind::StateSpace
     );
+    // An encoder–decoder (t5) shares one embedding between the encoder, the decoder and (tied)
+    // the lm_head: `from_config` builds `shared`, both stacks' `embed_tokens` and `lm_head`, then
+    // ties them to `shared`; in backward the lm_head's gradient, the decoder embedding's and the
+    // encoder embedding's meet in the shared weight's one AccumulateGrad.
+    let enc_dec = spec.kind == crate::spec::ModelKind::EncoderDecoder;
+    let vhe = vh.saturating_mul(grad_elem);
     let inputs = phases::PhaseInputs {
         weights_bytes: shard.weights_bytes,
         gradients_bytes: shard.gradients_bytes,
@@ -308,7 +314,14 @@ fn compute(
         // aten::add = 3 × V·H live, SmolLM2-135M fp32); under autocast the lm_head gradient is the
         // fresh fp32 output of ToCopyBackward and is summed in place (lm_head grad + dense grad +
         // incoming gradient live; measured on SmolLM2 4 layers mixed bf16).
-        tied_embedding_grad_bytes: if full && causal_lm_head {
+        // The encoder–decoder's encoder embedding runs backward last, into a buffer that is a
+        // fresh tensor by then (the decoder's sum, or its own dense gradient): summed in place.
+        tied_embedding_grad_bytes: if full && enc_dec {
+            prof.tokens
+                .saturating_mul(spec.hidden_size)
+                .saturating_mul(precision.param_bytes)
+                .saturating_add(vhe)
+        } else if full && causal_lm_head {
             let incoming = prof
                 .tokens
                 .saturating_mul(spec.hidden_size)
@@ -330,7 +343,20 @@ fn compute(
         // load. `from_pretrained` initialises on the meta device and has none. peft adds the
         // adapters after the tying, so they count against the transient (peak = max(base + V·H,
         // base + adapters)).
-        load_transient_bytes: if head_is_tied
+        load_transient_bytes: if enc_dec
+            && scenario
+                .lora
+                .as_ref()
+                .is_none_or(|l| l.base_quant == crate::scenario::BaseQuant::None)
+        {
+            let adapters = plan
+                .as_ref()
+                .map_or(0, |p| p.trainable_params.saturating_mul(4));
+            let tables = if head_is_tied { 3 } else { 2 };
+            vh.saturating_mul(precision.param_bytes)
+                .saturating_mul(tables)
+                .saturating_sub(adapters)
+        } else if head_is_tied
             && spec.tie_word_embeddings
             && causal_lm_head
             && scenario
@@ -346,8 +372,26 @@ fn compute(
         } else {
             0
         },
-        head_grad_bytes: if full && causal_lm_head {
-            vh.saturating_mul(grad_elem)
+        head_grad_bytes: if full && (causal_lm_head || enc_dec) {
+            vhe
+        } else {
+            0
+        },
+        // The decoder embedding's dense gradient; summed out of place with a tied lm_head's
+        // gradient when that is the transposed view `mm` returns (under autocast it is the fresh
+        // fp32 output of ToCopyBackward, summed in place). Measured on t5-small fp32 (CPU):
+        // lm_head grad, dense grad and aten::add = 3 × V·H live.
+        decoder_embedding_grad_bytes: if full && enc_dec {
+            if head_is_tied && !precision.autocast {
+                vhe.saturating_mul(2)
+            } else {
+                vhe
+            }
+        } else {
+            0
+        },
+        decoder_embedding_new_grad_bytes: if full && enc_dec && !head_is_tied {
+            vhe
         } else {
             0
         },
@@ -530,13 +574,22 @@ pub fn estimate_training_counting(
     }
     let layers_kept = prof.layers_kept_bytes;
     let l0 = prof.layers.first().cloned().unwrap_or_default();
+    let n_layers = if prof.encoder_layers > 0 {
+        format!(
+            "{} encoder + {} decoder",
+            prof.encoder_layers,
+            prof.layers.len().saturating_sub(prof.encoder_layers)
+        )
+    } else {
+        prof.layers.len().to_string()
+    };
     terms.push(term(
         "activations_layers",
         layers_kept,
         if prof.checkpointing {
             format!(
                 "gradient checkpointing: {} layers × layer input {} B = {} B; one layer recomputed in backward ({} B)",
-                prof.layers.len(),
+                n_layers,
                 g(l0.input_bytes),
                 g(layers_kept),
                 g(l0.saved_bytes)
@@ -544,14 +597,18 @@ pub fn estimate_training_counting(
         } else {
             format!(
                 "{} layers, layer 0 saves {} B (attention half {} B) for b·s = {} tokens = {} B",
-                prof.layers.len(),
+                n_layers,
                 g(l0.saved_bytes),
                 g(l0.attn_saved_bytes),
                 g(prof.tokens),
                 g(layers_kept)
             )
         },
-        "tensors saved for backward by modeling_llama.py ops (sim.rs walk); docs/formulas/training.md §Activations",
+        if prof.encoder_layers > 0 {
+            "tensors saved for backward by modeling_t5.py ops (activations/t5.rs walk); docs/formulas/training.md §Encoder–decoder"
+        } else {
+            "tensors saved for backward by modeling_llama.py ops (sim.rs walk); docs/formulas/training.md §Activations"
+        },
     ));
     if prof.autocast_copy_bytes > 0 {
         terms.push(term(

@@ -44,6 +44,13 @@ pub struct PhaseInputs {
     pub load_transient_bytes: u64,
     /// The lm_head weight gradient (or the tied embedding's), produced first in backward.
     pub head_grad_bytes: u64,
+    /// Encoder–decoder: bytes beyond the gradients done while the decoder's embedding runs
+    /// backward (its dense V·H gradient, and the out-of-place sum with a tied lm_head's gradient
+    /// that is a view).
+    pub decoder_embedding_grad_bytes: u64,
+    /// Encoder–decoder: the gradient the decoder's embedding leaves behind for the shared
+    /// embedding (untied head: the first gradient of that weight; tied: 0, the lm_head's is it).
+    pub decoder_embedding_new_grad_bytes: u64,
     /// Scale of per-layer gradients reaching this GPU (partitioned gradients at ZeRO ≥ 2).
     pub grad_scale_num: u64,
     /// Denominator of the scale.
@@ -104,57 +111,108 @@ pub fn backward_peak_parts(
     // Identical consecutive layers, taken together: across such a run the saved bytes still held
     // fall and the gradients done grow by the same amounts per layer, so the peak of the run is at
     // its first or its last layer (both computed with the per-layer saturating arithmetic).
+    // An encoder–decoder's decoder blocks run first; between them and the encoder's, the
+    // decoder's embedding runs backward (`switch`).
+    let encoder_layers = prof.encoder_layers;
+    let mut left = prof.layers.len();
+    let mut switched = encoder_layers == 0;
     for (l, run) in prof.layers.runs().iter().rev() {
-        let run = *run;
-        let (kept, kept_copies) = if prof.checkpointing {
-            (l.input_bytes, 0)
-        } else {
-            (l.saved_bytes, l.autocast_saved_bytes)
-        };
-        let grad = if grads_at_start == 0 {
-            scale(l.grad_bytes)
-        } else {
+        let start = left.saturating_sub(*run);
+        let in_decoder = if switched {
             0
-        };
-        let own = if prof.checkpointing {
-            l.saved_bytes.saturating_add(l.input_bytes)
         } else {
-            l.saved_bytes
+            left.saturating_sub(start.max(encoder_layers))
         };
-        let attn_own = if prof.checkpointing {
-            l.attn_saved_bytes.saturating_add(l.input_bytes)
-        } else {
-            l.attn_saved_bytes
-        };
-        let mlp_peak = own.saturating_add(l.mlp_backward_transient_bytes);
-        let attn_peak = attn_own.saturating_add(l.attn_backward_transient_bytes);
-        let (layer_peak, layer_copies) = if mlp_peak >= attn_peak {
-            (mlp_peak, l.autocast_saved_bytes)
-        } else {
-            (attn_peak, l.attn_autocast_saved_bytes)
-        };
-        let point = |j: u64| {
-            let bytes = kept_below
-                .saturating_sub(kept.saturating_mul(j))
-                .saturating_add(layer_peak)
-                .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
-                .saturating_add(prof.grad_stream_bytes);
-            let copies = copies_below
-                .saturating_sub(kept_copies.saturating_mul(j))
-                .saturating_add(layer_copies);
-            (
-                bytes,
-                grads_done.saturating_add(grad.saturating_mul(j)),
-                copies,
-            )
-        };
-        let (first, first_grads, first_copies) = point(1);
-        consider(first, first_grads, first_copies);
-        let (last, last_grads, last_copies) = point(run);
-        consider(last, last_grads, last_copies);
-        kept_below = kept_below.saturating_sub(kept.saturating_mul(run));
-        copies_below = copies_below.saturating_sub(kept_copies.saturating_mul(run));
-        grads_done = grads_done.saturating_add(grad.saturating_mul(run));
+        for part in [in_decoder, run.saturating_sub(in_decoder)] {
+            if part == 0 {
+                continue;
+            }
+            if !switched && left == encoder_layers {
+                switched = true;
+                // the decoder embedding's dense gradient (+ the sum) next to the incoming
+                // gradient; under gradient accumulation the buffered lm_head gradient is not in
+                // `.grad` yet
+                let buffered = if grads_at_start > 0 {
+                    scale(inp.head_grad_bytes)
+                } else {
+                    0
+                };
+                let bytes = kept_below
+                    .saturating_sub(
+                        prof.between_stacks_saved_bytes
+                            .saturating_sub(prof.between_stacks_held_bytes),
+                    )
+                    .saturating_add(grads_done)
+                    .saturating_add(scale(inp.decoder_embedding_grad_bytes))
+                    .saturating_add(buffered)
+                    .saturating_add(prof.grad_stream_bytes);
+                consider(bytes, grads_done, copies_below);
+                kept_below = kept_below.saturating_sub(prof.between_stacks_saved_bytes);
+                if grads_at_start == 0 {
+                    grads_done =
+                        grads_done.saturating_add(scale(inp.decoder_embedding_new_grad_bytes));
+                }
+            }
+            let run = part;
+            let (kept, kept_copies) = if prof.checkpointing {
+                (l.input_bytes, 0)
+            } else {
+                (l.saved_bytes, l.autocast_saved_bytes)
+            };
+            let grad = if grads_at_start == 0 {
+                scale(l.grad_bytes)
+            } else {
+                0
+            };
+            let own = if prof.checkpointing {
+                l.saved_bytes.saturating_add(l.input_bytes)
+            } else {
+                l.saved_bytes
+            };
+            let attn_own = if prof.checkpointing {
+                l.attn_saved_bytes.saturating_add(l.input_bytes)
+            } else {
+                l.attn_saved_bytes
+            };
+            // the MLP half runs backward first, with only its share of the layer's gradients
+            let mlp_grad = if grads_at_start == 0 {
+                scale(l.mlp_peak_grad_bytes.min(l.grad_bytes))
+            } else {
+                0
+            };
+            let mlp_peak = own
+                .saturating_add(l.mlp_backward_transient_bytes)
+                .saturating_sub(grad.saturating_sub(mlp_grad));
+            let attn_peak = attn_own.saturating_add(l.attn_backward_transient_bytes);
+            let (layer_peak, layer_copies) = if mlp_peak >= attn_peak {
+                (mlp_peak, l.autocast_saved_bytes)
+            } else {
+                (attn_peak, l.attn_autocast_saved_bytes)
+            };
+            let point = |j: u64| {
+                let bytes = kept_below
+                    .saturating_sub(kept.saturating_mul(j))
+                    .saturating_add(layer_peak)
+                    .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
+                    .saturating_add(prof.grad_stream_bytes);
+                let copies = copies_below
+                    .saturating_sub(kept_copies.saturating_mul(j))
+                    .saturating_add(layer_copies);
+                (
+                    bytes,
+                    grads_done.saturating_add(grad.saturating_mul(j)),
+                    copies,
+                )
+            };
+            let (first, first_grads, first_copies) = point(1);
+            consider(first, first_grads, first_copies);
+            let (last, last_grads, last_copies) = point(run);
+            consider(last, last_grads, last_copies);
+            kept_below = kept_below.saturating_sub(kept.saturating_mul(run));
+            copies_below = copies_below.saturating_sub(kept_copies.saturating_mul(run));
+            grads_done = grads_done.saturating_add(grad.saturating_mul(run));
+            left = left.saturating_sub(part);
+        }
     }
     // the embedding's backward comes last: what was saved before the first layer (embedding
     // dropout masks, rotary cos/sin) has been released by then.
@@ -378,7 +436,18 @@ mod tests {
             } else {
                 l.attn_saved_bytes
             };
+            let mlp_grad = if grads_at_start == 0 {
+                scale(l.mlp_peak_grad_bytes)
+            } else {
+                0
+            };
+            let grad = if grads_at_start == 0 {
+                scale(l.grad_bytes)
+            } else {
+                0
+            };
             let layer_peak = (own + l.mlp_backward_transient_bytes)
+                .saturating_sub(grad - mlp_grad)
                 .max(attn_own + l.attn_backward_transient_bytes);
             peak = peak.max(kept_below + layer_peak + grads_done + prof.grad_stream_bytes);
         }
@@ -400,6 +469,7 @@ mod tests {
             mlp_backward_transient_bytes: mlp,
             attn_backward_transient_bytes: mlp / 2,
             grad_bytes: grad,
+            mlp_peak_grad_bytes: grad / 3,
         };
         // gradients growing faster than saved bytes fall (peak at the run's last layer), slower
         // (at its first), alternating kinds, a dense prefix before a long run.
