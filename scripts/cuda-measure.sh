@@ -83,14 +83,16 @@ CASES
 }
 
 # Model-type cases (scripts/measure-types.txt) whose modelling was checked on the CPU only: encoders
-# fine-tuned for classification (bert), t5 generating, OpenAI GPT without a cache, the model buffers
+# fine-tuned for classification (bert), t5 generating and training (eager, SDPA — on CUDA the
+# memory-efficient kernel with the bias gradient —, autocast, checkpointing, LoRA), OpenAI GPT
+# without a cache, the model buffers
 # (gpt_bigcode), LoRA on fused experts (olmoe), Nemotron-H's mamba-2 (kernels where mamba-ssm is
 # installed, else the torch fallback), DeepSeek-V3's fp32 router, EXAONE, and mamba / falcon_mamba
 # training (the mixer's torch path; under CUDA autocast softplus runs in fp32, which the CPU cannot
 # show; with mamba-ssm installed the fused kernels run instead and save far less).
 types_cases() {
   grep -v '^[[:space:]]*#' scripts/measure-types.txt \
-    | grep -E '^type-(bert|t5-infer|openai-gpt-infer|gpt_bigcode|olmoe|nemotron_h|deepseek_v3-infer|exaone|mamba-train|falcon_mamba-train)'
+    | grep -E '^type-(bert|t5-|openai-gpt-infer|gpt_bigcode|olmoe|nemotron_h|deepseek_v3-infer|exaone|mamba-train|falcon_mamba-train)'
 }
 
 matches() {
