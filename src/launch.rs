@@ -24,18 +24,54 @@ pub struct LaunchBlock {
 /// Name of the DeepSpeed config file the launch line refers to.
 pub use vram_core::plan::launch::DEEPSPEED_CONFIG_FILE;
 
+/// What the launch lines need to know of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchModel {
+    /// It has attention layers (a mamba model has none, and transformers refuses an
+    /// `attn_implementation` for it: the Python lines then leave it out).
+    pub attends: bool,
+    /// It is an encoder–decoder (t5): loaded with `AutoModelForSeq2SeqLM`, adapted with peft's
+    /// `SEQ_2_SEQ_LM` task and trained with `Seq2SeqTrainingArguments` (TRL's `SFTTrainer` trains
+    /// causal LMs).
+    pub seq2seq: bool,
+}
+
+impl LaunchModel {
+    /// A decoder-only causal LM.
+    pub const CAUSAL_LM: LaunchModel = LaunchModel {
+        attends: true,
+        seq2seq: false,
+    };
+
+    /// The shape of `spec`.
+    pub fn of(spec: &vram_core::ModelSpec) -> LaunchModel {
+        LaunchModel {
+            attends: spec.derived().has_attention,
+            seq2seq: spec.kind == vram_core::spec::ModelKind::EncoderDecoder,
+        }
+    }
+
+    /// The transformers auto class that loads it.
+    fn auto_class(self) -> &'static str {
+        if self.seq2seq {
+            "AutoModelForSeq2SeqLM"
+        } else {
+            "AutoModelForCausalLM"
+        }
+    }
+}
+
 /// The launch blocks for the task on screen, with `model_id` as given (`meta-llama/Llama-3.1-8B`):
 /// serve with vLLM → a `vllm serve` command; serve with transformers → a Python loading snippet;
 /// serve with llama.cpp → nothing (the local view has its own lines); fine-tune → peft `LoraConfig`,
 /// `BitsAndBytesConfig` for a quantized base and TRL `SFTConfig`, plus a DeepSpeed config and a
 /// `torchrun` line with ZeRO or more than one GPU; train → `TrainingArguments`, a DeepSpeed config
-/// and a `torchrun` line. `attends`: the model has attention layers (a mamba model has none, and
-/// transformers refuses an `attn_implementation` for it: the Python lines then leave it out).
-pub fn launch_lines(model_id: &str, page: &PageScenario, attends: bool) -> Vec<LaunchBlock> {
+/// and a `torchrun` line. `model`: what the lines need to know of the model's shape.
+pub fn launch_lines(model_id: &str, page: &PageScenario, model: LaunchModel) -> Vec<LaunchBlock> {
     match page.task {
         Task::Serve => match page.infer.engine {
             Engine::Vllm => vec![vllm_block(model_id, &page.infer)],
-            Engine::Transformers => vec![transformers_block(model_id, &page.infer, attends)],
+            Engine::Transformers => vec![transformers_block(model_id, &page.infer, model)],
             Engine::LlamaCpp => Vec::new(),
         },
         Task::Finetune | Task::Train => {
@@ -45,7 +81,7 @@ pub fn launch_lines(model_id: &str, page: &PageScenario, attends: bool) -> Vec<L
                 // same text `vram plan` prints); HF FSDP2 keeps the trainer's Python block.
                 let mut out = Vec::new();
                 if s.layout.framework == vram_core::scenario::Framework::Hf {
-                    out.push(training_block(model_id, s, page.task, false, attends));
+                    out.push(training_block(model_id, s, page.task, false, model));
                 }
                 out.extend(
                     vram_core::plan::launch::training_launch(s, model_id)
@@ -65,7 +101,7 @@ pub fn launch_lines(model_id: &str, page: &PageScenario, attends: bool) -> Vec<L
                 return out;
             }
             let distributed = page.task == Task::Train || s.zero.0 > 0 || s.gpus > 1;
-            let mut out = vec![training_block(model_id, s, page.task, distributed, attends)];
+            let mut out = vec![training_block(model_id, s, page.task, distributed, model)];
             if distributed {
                 out.push(deepspeed_block(s));
                 out.push(torchrun_block(s));
@@ -217,7 +253,8 @@ fn bnb_config(nf4: Option<(bool, bool)>, compute: Dtype, indent: &str) -> String
 }
 
 /// The transformers loading snippet for serving.
-fn transformers_block(model_id: &str, s: &Scenario, attends: bool) -> LaunchBlock {
+fn transformers_block(model_id: &str, s: &Scenario, model: LaunchModel) -> LaunchBlock {
+    let auto = model.auto_class();
     let format = weight_format(s);
     let dtype = match &format {
         Some(WeightFormat::Float { dtype }) => *dtype,
@@ -231,10 +268,10 @@ fn transformers_block(model_id: &str, s: &Scenario, attends: bool) -> LaunchBloc
         _ => None,
     };
     let mut text = String::from("import torch\n");
-    text.push_str(if quant.is_some() {
-        "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n\n"
+    text.push_str(&if quant.is_some() {
+        format!("from transformers import {auto}, BitsAndBytesConfig\n\n")
     } else {
-        "from transformers import AutoModelForCausalLM\n\n"
+        format!("from transformers import {auto}\n\n")
     });
     if let Some(f) = format.as_ref().filter(|f| {
         f.is_quantized() && !matches!(f, WeightFormat::Bnb4 { .. } | WeightFormat::BnbInt8)
@@ -245,10 +282,10 @@ fn transformers_block(model_id: &str, s: &Scenario, attends: bool) -> LaunchBloc
         ));
     }
     text.push_str(&format!(
-        "model = AutoModelForCausalLM.from_pretrained(\n    {},\n    torch_dtype={},\n{}",
+        "model = {auto}.from_pretrained(\n    {},\n    torch_dtype={},\n{}",
         py_str(model_id),
         torch_dtype(dtype),
-        attn_arg(s.attention, attends),
+        attn_arg(s.attention, model.attends),
     ));
     if let Some(q) = quant {
         text.push_str(&format!("    quantization_config={q},\n"));
@@ -288,14 +325,23 @@ fn optim(o: Optimizer) -> (&'static str, Option<&'static str>) {
 use vram_core::plan::launch::compute_dtype;
 
 /// The Python block of a training task: model loading, LoRA (fine-tune) and the trainer's arguments
-/// (`SFTConfig` for fine-tuning, `TrainingArguments` for full training).
+/// (`SFTConfig` for fine-tuning, `TrainingArguments` for full training; `Seq2SeqTrainingArguments`
+/// for an encoder–decoder either way).
 fn training_block(
     model_id: &str,
     s: &Scenario,
     task: Task,
     deepspeed: bool,
-    attends: bool,
+    model: LaunchModel,
 ) -> LaunchBlock {
+    let auto = model.auto_class();
+    let args_class = if model.seq2seq {
+        "Seq2SeqTrainingArguments"
+    } else if task == Task::Finetune {
+        "SFTConfig"
+    } else {
+        "TrainingArguments"
+    };
     let lora = s.lora.as_ref();
     let base_quant = lora.map_or(BaseQuant::None, |l| l.base_quant);
     let compute = compute_dtype(s);
@@ -304,18 +350,18 @@ fn training_block(
     if lora.is_some() {
         text.push_str("from peft import LoraConfig\n");
     }
-    let mut imports = vec!["AutoModelForCausalLM"];
+    let mut imports = vec![auto];
     if base_quant != BaseQuant::None {
         imports.push("BitsAndBytesConfig");
     }
-    if !finetune {
-        imports.push("TrainingArguments");
+    if args_class != "SFTConfig" {
+        imports.push(args_class);
     }
     text.push_str(&format!(
         "from transformers import {}\n",
         imports.join(", ")
     ));
-    if finetune {
+    if args_class == "SFTConfig" {
         text.push_str("from trl import SFTConfig\n");
     }
     text.push('\n');
@@ -334,10 +380,10 @@ fn training_block(
         }
     }
     text.push_str(&format!(
-        "model = AutoModelForCausalLM.from_pretrained(\n    {},\n    torch_dtype={},\n{}",
+        "model = {auto}.from_pretrained(\n    {},\n    torch_dtype={},\n{}",
         py_str(model_id),
         torch_dtype(s.dtype),
-        attn_arg(s.attention, attends),
+        attn_arg(s.attention, model.attends),
     ));
     if base_quant != BaseQuant::None {
         text.push_str("    quantization_config=bnb_config,\n");
@@ -359,12 +405,16 @@ fn training_block(
         if let Some(t) = targets {
             text.push_str(&format!("    target_modules={t},\n"));
         }
-        text.push_str("    task_type=\"CAUSAL_LM\",\n)\n");
+        text.push_str(if model.seq2seq {
+            "    task_type=\"SEQ_2_SEQ_LM\",\n)\n"
+        } else {
+            "    task_type=\"CAUSAL_LM\",\n)\n"
+        });
     }
     let (name, optim_args) = optim(s.optimizer);
     text.push_str(&format!(
         "args = {}(\n    output_dir=\"out\",\n    per_device_train_batch_size={},\n    gradient_accumulation_steps={},\n    gradient_checkpointing={},\n",
-        if finetune { "SFTConfig" } else { "TrainingArguments" },
+        args_class,
         s.batch,
         s.grad_accumulation,
         if s.grad_checkpointing { "True" } else { "False" },
@@ -378,7 +428,7 @@ fn training_block(
     if let Some(a) = optim_args {
         text.push_str(&format!("    optim_args={},\n", py_str(a)));
     }
-    if finetune {
+    if args_class == "SFTConfig" {
         text.push_str(&format!("    max_length={},\n", s.seq_len));
     }
     if deepspeed {
@@ -388,17 +438,22 @@ fn training_block(
         ));
     }
     text.push_str(")\n");
-    if !finetune {
+    if model.seq2seq {
+        text.push_str(&format!(
+            "# inputs and labels of {} tokens each: the estimate runs the encoder and the decoder at {} (tokenize both with max_length={})\n",
+            s.seq_len, s.seq_len, s.seq_len
+        ));
+    } else if !finetune {
         text.push_str(&format!(
             "# sequences of {} tokens (tokenize with max_length={})\n",
             s.seq_len, s.seq_len
         ));
     }
     LaunchBlock {
-        title: if finetune {
-            "peft + TRL (SFTConfig)".into()
-        } else {
-            "transformers (TrainingArguments)".into()
+        title: match (args_class, lora.is_some()) {
+            ("SFTConfig", _) => "peft + TRL (SFTConfig)".into(),
+            (class, true) => format!("peft + transformers ({class})"),
+            (class, false) => format!("transformers ({class})"),
         },
         language: "python",
         text,

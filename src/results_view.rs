@@ -1085,7 +1085,11 @@ fn LaunchCard() -> impl IntoView {
                             .map_or_else(|| m.spec.name.clone(), |p| p.repo.to_string()),
                         _ => m.spec.name.clone(),
                     };
-                    crate::launch::launch_lines(&repo, &page, m.spec.derived().has_attention)
+                    crate::launch::launch_lines(
+                        &repo,
+                        &page,
+                        crate::launch::LaunchModel::of(&m.spec),
+                    )
                 })
                 .unwrap_or_default()
         })

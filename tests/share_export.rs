@@ -7,7 +7,7 @@ use vram_core::scenario::{
 use vram_web::compute::{Breakdown, BreakdownRow};
 use vram_web::export;
 use vram_web::i18n::Lang;
-use vram_web::launch::{launch_lines, LaunchBlock};
+use vram_web::launch::{launch_lines, LaunchBlock, LaunchModel};
 use vram_web::page_scenario::{GpuChoice, PageScenario, Task};
 use vram_web::share::{self, SharedState, LOCAL_ALIASES, SCENARIO_ALIASES, VERDICT_FRAGMENT};
 
@@ -593,7 +593,11 @@ fn block<'a>(blocks: &'a [LaunchBlock], language: &str) -> &'a LaunchBlock {
 
 #[test]
 fn vllm_tp2_fp8_kv_command() {
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &vllm_tp2_fp8_page(), true);
+    let blocks = launch_lines(
+        "meta-llama/Llama-3.1-8B",
+        &vllm_tp2_fp8_page(),
+        LaunchModel::CAUSAL_LM,
+    );
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].title, "vLLM");
     assert_eq!(blocks[0].language, "sh");
@@ -610,20 +614,20 @@ fn vllm_tp2_fp8_kv_command() {
     p.infer.weights = Some("awq-4bit".into());
     p.infer.serving.max_num_seqs = 64;
     p.infer.serving.gpu_memory_utilization = 0.95;
-    let text = &launch_lines("m", &p, true)[0].text;
+    let text = &launch_lines("m", &p, LaunchModel::CAUSAL_LM)[0].text;
     assert!(text.contains("--quantization awq \\\n"), "{text}");
     assert!(text.contains("--max-num-seqs 64"), "{text}");
     assert!(text.contains("--gpu-memory-utilization 0.95"), "{text}");
     p.infer.weights = Some("fp8".into());
-    assert!(launch_lines("m", &p, true)[0]
+    assert!(launch_lines("m", &p, LaunchModel::CAUSAL_LM)[0]
         .text
         .contains("--quantization fp8"));
     p.infer.weights = Some("gptq-4bit".into());
-    assert!(launch_lines("m", &p, true)[0]
+    assert!(launch_lines("m", &p, LaunchModel::CAUSAL_LM)[0]
         .text
         .contains("--quantization gptq"));
     // A model id with shell characters is quoted.
-    assert!(launch_lines("a b'c", &p, true)[0]
+    assert!(launch_lines("a b'c", &p, LaunchModel::CAUSAL_LM)[0]
         .text
         .starts_with("vllm serve 'a b'\\''c' \\\n"));
 }
@@ -633,7 +637,7 @@ fn transformers_snippet_and_llama_cpp_skip() {
     let mut p = PageScenario::default();
     p.infer.engine = Engine::Transformers;
     p.infer.weights = Some("nf4".into());
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &p, true);
+    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &p, LaunchModel::CAUSAL_LM);
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].language, "python");
     assert_eq!(
@@ -657,17 +661,21 @@ model = AutoModelForCausalLM.from_pretrained(
     );
     p.infer.weights = Some("int8".into());
     p.infer.attention = AttentionImpl::Flash;
-    let text = &launch_lines("m", &p, true)[0].text;
+    let text = &launch_lines("m", &p, LaunchModel::CAUSAL_LM)[0].text;
     assert!(text.contains("quantization_config=BitsAndBytesConfig(load_in_8bit=True),"));
     assert!(text.contains("attn_implementation=\"flash_attention_2\""));
 
     p.infer.engine = Engine::LlamaCpp;
-    assert!(launch_lines("m", &p, true).is_empty());
+    assert!(launch_lines("m", &p, LaunchModel::CAUSAL_LM).is_empty());
 }
 
 #[test]
 fn qlora_snippet() {
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &qlora_page(), true);
+    let blocks = launch_lines(
+        "meta-llama/Llama-3.1-8B",
+        &qlora_page(),
+        LaunchModel::CAUSAL_LM,
+    );
     assert_eq!(blocks.len(), 1, "one GPU, no ZeRO: no DeepSpeed");
     assert_eq!(blocks[0].language, "python");
     assert_eq!(
@@ -709,7 +717,7 @@ args = SFTConfig(
     // With two GPUs the fine-tune gets a DeepSpeed config and a launcher too.
     let mut p = qlora_page();
     p.finetune.gpus = 2;
-    let blocks = launch_lines("m", &p, true);
+    let blocks = launch_lines("m", &p, LaunchModel::CAUSAL_LM);
     assert_eq!(
         blocks.iter().map(|b| b.language).collect::<Vec<_>>(),
         ["python", "json", "sh"]
@@ -721,7 +729,11 @@ args = SFTConfig(
 
 #[test]
 fn zero3_offload_deepspeed_config() {
-    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &zero3_offload_page(), true);
+    let blocks = launch_lines(
+        "meta-llama/Llama-3.1-8B",
+        &zero3_offload_page(),
+        LaunchModel::CAUSAL_LM,
+    );
     let json = block(&blocks, "json");
     assert_eq!(json.title, "DeepSpeed config (ds_config.json)");
     let v: serde_json::Value = serde_json::from_str(&json.text).expect("valid JSON");
@@ -753,7 +765,8 @@ fn zero3_offload_deepspeed_config() {
     p.train.offload_params = false;
     p.train.mixed_precision = MixedPrecision::Fp16;
     let v: serde_json::Value =
-        serde_json::from_str(&block(&launch_lines("m", &p, true), "json").text).unwrap();
+        serde_json::from_str(&block(&launch_lines("m", &p, LaunchModel::CAUSAL_LM), "json").text)
+            .unwrap();
     assert_eq!(v["zero_optimization"], serde_json::json!({"stage": 2}));
     assert_eq!(v["fp16"]["enabled"], true);
     assert!(v.get("bf16").is_none());
@@ -773,8 +786,15 @@ fn a_model_without_attention_gets_python_lines_without_attn_implementation() {
             ..PageScenario::default()
         },
     ] {
-        let with = launch_lines("state-spaces/mamba-130m-hf", &p, true);
-        let without = launch_lines("state-spaces/mamba-130m-hf", &p, false);
+        let with = launch_lines("state-spaces/mamba-130m-hf", &p, LaunchModel::CAUSAL_LM);
+        let without = launch_lines(
+            "state-spaces/mamba-130m-hf",
+            &p,
+            LaunchModel {
+                attends: false,
+                seq2seq: false,
+            },
+        );
         let python = |blocks: &[LaunchBlock]| {
             blocks
                 .iter()
@@ -788,5 +808,50 @@ fn a_model_without_attention_gets_python_lines_without_attn_implementation() {
             python(&with).lines().count(),
             python(&without).lines().count() + 1
         );
+    }
+}
+
+/// An encoder–decoder (t5) is loaded with `AutoModelForSeq2SeqLM`, adapted with peft's
+/// `SEQ_2_SEQ_LM` task and trained with `Seq2SeqTrainingArguments`: TRL's `SFTConfig` and
+/// `CAUSAL_LM` describe causal LMs and would not run it.
+#[test]
+fn an_encoder_decoder_launches_as_a_seq2seq_model() {
+    let t5 = LaunchModel {
+        attends: true,
+        seq2seq: true,
+    };
+    let mut lora = qlora_page();
+    if let Some(l) = lora.finetune.lora.as_mut() {
+        l.base_quant = BaseQuant::None;
+    }
+    let serve = PageScenario {
+        task: Task::Serve,
+        ..PageScenario::default()
+    };
+    let mut hf_serve = serve.clone();
+    hf_serve.infer.engine = vram_core::scenario::Engine::Transformers;
+    for p in [lora, zero3_offload_page(), hf_serve] {
+        let blocks = launch_lines("google-t5/t5-small", &p, t5);
+        let python = &blocks.iter().find(|b| b.language == "python").unwrap().text;
+        assert!(
+            python.contains("AutoModelForSeq2SeqLM.from_pretrained("),
+            "{python}"
+        );
+        assert!(!python.contains("CausalLM"), "{python}");
+        assert!(!python.contains("SFTConfig"), "{python}");
+        if p.task != Task::Serve {
+            assert!(
+                python.contains("args = Seq2SeqTrainingArguments("),
+                "{python}"
+            );
+            assert!(python.contains("inputs and labels of"), "{python}");
+        }
+        if p.task == Task::Finetune {
+            assert!(python.contains("task_type=\"SEQ_2_SEQ_LM\""), "{python}");
+            assert_eq!(
+                blocks[0].title,
+                "peft + transformers (Seq2SeqTrainingArguments)"
+            );
+        }
     }
 }

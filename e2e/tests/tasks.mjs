@@ -247,3 +247,19 @@ test('train: a state-space model (falcon-mamba-7b) trains under bf16 autocast wi
   const list = await checkSuggestions(page, cli.train.device_bytes);
   assert(list.length > 0, 'at least one change fits');
 });
+
+test('train: an encoder–decoder (t5-small) trains with the estimate of vram estimate, both stacks in the layer count; a QLoRA base is refused naming the field', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'google-t5__t5-small');
+  await chooseTask(page, 'train');
+  const cli = cliEstimate('google-t5__t5-small', ['--train']);
+  const layers = cli.train.terms.find((t) => t.key === 'activations_layers');
+  assert(layers.formula.startsWith('6 encoder + 6 decoder layers'), `both stacks walked: ${layers.formula}`);
+  await waitVerdictTotal(page, cli.train.device_bytes);
+  assertEq((await verdictOf(page)).fits, 'fits', 't5-small trains on one H100');
+  const line = await page.textContent('[data-testid="launch-line"]');
+  assert(line.includes('AutoModelForSeq2SeqLM') && line.includes('Seq2SeqTrainingArguments'), `a seq2seq launch line: ${line}`);
+  await chooseTask(page, 'finetune');
+  await page.selectOption('[data-testid="f-method"]', 'qlora');
+  await waitFor(page, () => [...document.querySelectorAll('.field-error')].some((e) => /lora\.base_quant/.test(e.textContent)), null, 'the QLoRA refusal names lora.base_quant');
+});
