@@ -12,10 +12,7 @@ use vram_core::train::{estimate_training_counting, Counting};
 use vram_core::Scenario;
 
 /// Cases that do not agree yet, with why (docs/measurements/types/README.md).
-const KNOWN_GAPS: &[(&str, &str)] = &[(
-    "type-recurrent_gemma-train",
-    "hybrid recurrent/attention training activations are not modelled (the estimate refuses)",
-)];
+const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

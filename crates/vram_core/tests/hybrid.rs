@@ -52,17 +52,37 @@ fn recurrent_gemma_caches_a_window_per_attention_layer_and_an_lru_state_per_recu
 }
 
 #[test]
-fn training_a_hybrid_is_refused_with_the_reason_not_estimated_without_its_mixers() {
+fn training_jamba_or_nemotron_h_is_refused_with_the_reason_not_estimated_without_its_mixers() {
     for id in [
         "ai21labs__AI21-Jamba-1.5-Mini",
         "nvidia__NVIDIA-Nemotron-3-Nano-4B-BF16",
-        "google__recurrentgemma-2b",
     ] {
         let err = estimate_training(&spec(id), &Scenario::default(), &DeviceOverheads::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("state-space mixer"), "{id}: {err}");
     }
+}
+
+#[test]
+fn recurrent_gemma_trains_and_refuses_checkpointing_naming_the_field() {
+    let s = spec("google__recurrentgemma-2b");
+    let e = estimate_training(&s, &Scenario::default(), &DeviceOverheads::default()).unwrap();
+    // 2,682,862,080 parameters (the tied embedding once): bf16 weights under bf16 autocast are
+    // fp32 masters, 4 B each
+    assert_eq!(e.weights_bytes, s.derived().params.total * 4);
+    assert!(e.activations_bytes > 0);
+    let err = estimate_training(
+        &s,
+        &Scenario {
+            grad_checkpointing: true,
+            ..Scenario::default()
+        },
+        &DeviceOverheads::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("grad_checkpointing"), "{err}");
 }
 
 #[test]

@@ -531,7 +531,7 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
     let act = f.str("hidden_activation")?.unwrap_or("gelu_pytorch_tanh");
     let drop = dropouts(f, &["attention_dropout"], &["hidden_dropout"])?;
     let max_pos = f.positive("max_position_embeddings")?.unwrap_or(8192);
-    Ok(super::decoder_only_spec(
+    let mut spec = super::decoder_only_spec(
         "recurrent_gemma",
         (hidden, vocab, max_pos),
         true,
@@ -540,5 +540,9 @@ pub(crate) fn recurrent_gemma(f: Fields<'_>) -> Result<ModelSpec, ConfigError> {
         drop,
         layers,
         b.tensors,
-    ))
+    );
+    // `RecurrentGemmaForCausalLM.forward`: `tanh(logits / cap) * cap` always
+    // (`logits_soft_cap`, 30.0 by default)
+    spec.final_logit_softcapping = true;
+    Ok(spec)
 }

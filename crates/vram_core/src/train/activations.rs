@@ -25,6 +25,7 @@
 //! - gradient checkpointing (HF `GradientCheckpointingLayer`, `torch.utils.checkpoint`
 //!   non-reentrant): every layer keeps its input; the rest is recomputed one layer at a time.
 
+mod griffin;
 mod ssm;
 mod t5;
 
@@ -58,6 +59,10 @@ pub struct LayerAct {
     /// Of `grad_bytes`, those that exist when the MLP half's backward (which runs first) peaks;
     /// the rest arrive after it.
     pub mlp_peak_grad_bytes: u64,
+    /// Of `grad_bytes`, those that exist when the attention half's backward peaks (all of them
+    /// unless a walk knows better: RecurrentGemma's recurrent block makes most of its own after
+    /// its scan's backward).
+    pub attn_peak_grad_bytes: u64,
 }
 
 /// The layers' figures as runs of identical consecutive layers: a 36-layer model whose layers
@@ -177,6 +182,9 @@ pub struct ActivationProfile {
     /// Of [`ActivationProfile::between_stacks_saved_bytes`], what is still held while the
     /// decoder's embedding runs backward (all but the decoder's embedding dropout mask).
     pub between_stacks_held_bytes: u64,
+    /// Tensors forward leaves on the modules, alive through backward and the optimizer step
+    /// (RecurrentGemma's last recurrent state per recurrent layer, b·L·4).
+    pub module_state_bytes: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -212,6 +220,9 @@ struct Walk<'a> {
     layout: Layout,
     rope: bool,
     gemma_norm: bool,
+    /// RecurrentGemma (Griffin): recurrent temporal blocks, rotary over half of each head made in
+    /// each attention layer.
+    griffin: bool,
     derived: &'a crate::derived::Derived,
     cache: Vec<V>,
     /// The layer being walked (for the LoRA adapters of its tensors).
@@ -249,7 +260,10 @@ fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
             found: format!("model_type {:?}", spec.model_type),
         });
     }
-    if spec.kind == ModelKind::DecoderOnly && spec.layers.iter().any(|l| l.ssm.is_some()) {
+    if spec.kind == ModelKind::DecoderOnly
+        && spec.text_model_type != "recurrent_gemma"
+        && spec.layers.iter().any(|l| l.ssm.is_some())
+    {
         return Err(ScenarioError::Invalid {
             field: "mode".into(),
             expected: "a model without state-space mixer layers: training activations of hybrid \
@@ -429,9 +443,16 @@ impl<'a> Walk<'a> {
                 let rg = x.rg || trainable;
                 if self.gemma_norm {
                     // Gemma: output = _norm(x.float()) * (1.0 + weight.float()); output.type_as(x)
+                    // (the product saves `1 + weight`, H fp32, for the normalised input's
+                    // gradient)
                     if trainable {
                         sim.save(y32);
                     }
+                    let scale = sim.alloc(elems / rows.max(1), 4, trainable);
+                    if x.rg {
+                        sim.save(scale);
+                    }
+                    sim.drop(scale);
                     let o = sim.alloc(elems, 4, rg);
                     sim.drop(y32);
                     let out = sim.cast(o, sim.elem(x));
@@ -684,6 +705,15 @@ impl<'a> Walk<'a> {
     fn attention_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, u64, u64) {
         let t = self.t;
         let h = self.spec.hidden_size;
+        if let Some(ssm) = self
+            .spec
+            .layers
+            .get(i)
+            .and_then(|l| l.ssm)
+            .filter(|_| self.griffin)
+        {
+            return self.griffin_block(sim, n, i, &ssm);
+        }
         let Some(a) = self.spec.layers.get(i).and_then(|l| l.attention) else {
             return (sim.share(n), 0, 0);
         };
@@ -747,7 +777,17 @@ impl<'a> Walk<'a> {
             q = qn;
             k = kn;
         }
-        if self.rope {
+        if self.rope && self.griffin {
+            let tables = self.griffin_rotary_tables(sim, a.head_dim, sim.elem(v0));
+            let qr = self.griffin_rotary(sim, q, q_elems, tables);
+            sim.drop(q);
+            let kr = self.griffin_rotary(sim, k, k_elems, tables);
+            sim.drop(k);
+            q = qr;
+            k = kr;
+            sim.drop(tables.0);
+            sim.drop(tables.1);
+        } else if self.rope {
             let qr = self.rotary(sim, q, q_elems);
             sim.drop(q);
             let kr = self.rotary(sim, k, k_elems);
@@ -1065,6 +1105,33 @@ impl<'a> Walk<'a> {
                 modules + params
             })
         };
+        // RecurrentGemma's recurrent block makes all but `linear_out`'s gradients after its scan
+        let attn_later_grad_bytes = match self.spec.layers.get(i).and_then(|l| l.ssm) {
+            Some(_) if self.griffin && self.full => self.griffin_later_grad_bytes(i),
+            _ => 0,
+        };
+        // The MLP half runs backward first: at its peak only its own weights' gradients exist
+        // (full fine-tuning; LoRA's few adapter gradients are all counted).
+        let mlp_peak_grad_bytes = if self.full {
+            let spec = self.spec;
+            self.layer_tensor_ids(i)
+                .iter()
+                .map(|&j| &spec.tensors[j])
+                .filter(|t| {
+                    matches!(
+                        t.component,
+                        Component::Mlp
+                            | Component::Experts
+                            | Component::SharedExperts
+                            | Component::Router
+                    )
+                })
+                .map(|t| t.numel())
+                .fold(0, u64::saturating_add)
+                .saturating_mul(self.p)
+        } else {
+            grad_bytes
+        };
         // weight grads arrive in the compute dtype before autocast's ToCopyBackward (fp32 .grad);
         // QLoRA dequantizes the weight again in backward.
         let weight_transient = if (self.autocast && self.full) || self.quant != BaseQuant::None {
@@ -1081,7 +1148,8 @@ impl<'a> Walk<'a> {
             mlp_backward_transient_bytes: mlp_bwd.saturating_add(weight_transient),
             attn_backward_transient_bytes: attn_bwd.saturating_add(weight_transient),
             grad_bytes,
-            mlp_peak_grad_bytes: grad_bytes,
+            mlp_peak_grad_bytes,
+            attn_peak_grad_bytes: grad_bytes.saturating_sub(attn_later_grad_bytes),
         };
         (out, act)
     }
@@ -1163,6 +1231,9 @@ fn profile_with(
     if t5::is_t5(spec) {
         t5::check(spec, quant)?;
     }
+    if spec.text_model_type == "recurrent_gemma" {
+        griffin::check(spec, scenario, quant)?;
+    }
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
         "gemma2" | "gemma3_text" | "gemma3" => Layout::PrePostNorm,
@@ -1191,7 +1262,8 @@ fn profile_with(
         attention: scenario.attention,
         layout,
         rope,
-        gemma_norm: mt.starts_with("gemma"),
+        gemma_norm: mt.starts_with("gemma") || mt == "recurrent_gemma",
+        griffin: mt == "recurrent_gemma",
         derived: spec.derived(),
         cache: Vec::with_capacity(64),
         layer: 0,
@@ -1242,7 +1314,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         sim.drop(pe);
         x = s;
     }
-    if w.spec.text_model_type.starts_with("gemma") {
+    if w.gemma_norm {
         let s = sim.alloc(t * h, emb_elem, x.rg);
         sim.drop(x);
         x = s;
@@ -1258,7 +1330,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     // (computed in fp32, `.to(x.dtype)`), made once per forward and saved by every layer's
     // `q * cos` / `rotate_half(q) * sin` (measured: 2 × 2048 × 64 × 4 B live through forward for
     // SmolLM2 fp32 at s = 2048).
-    if w.rope {
+    if w.rope && !w.griffin {
         let head_dim = w
             .spec
             .layers
@@ -1532,6 +1604,16 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         encoder_layers: 0,
         between_stacks_saved_bytes: 0,
         between_stacks_held_bytes: 0,
+        module_state_bytes: if w.griffin {
+            w.spec
+                .layers
+                .iter()
+                .filter_map(|l| l.ssm)
+                .map(|m| w.b.saturating_mul(m.d_inner).saturating_mul(4))
+                .fold(0, u64::saturating_add)
+        } else {
+            0
+        },
     }
 }
 

@@ -183,7 +183,14 @@ pub fn backward_peak_parts(
             let mlp_peak = own
                 .saturating_add(l.mlp_backward_transient_bytes)
                 .saturating_sub(grad.saturating_sub(mlp_grad));
-            let attn_peak = attn_own.saturating_add(l.attn_backward_transient_bytes);
+            let attn_grad = if grads_at_start == 0 {
+                scale(l.attn_peak_grad_bytes.min(l.grad_bytes))
+            } else {
+                0
+            };
+            let attn_peak = attn_own
+                .saturating_add(l.attn_backward_transient_bytes)
+                .saturating_sub(grad.saturating_sub(attn_grad));
             let (layer_peak, layer_copies) = if mlp_peak >= attn_peak {
                 (mlp_peak, l.autocast_saved_bytes)
             } else {
@@ -231,9 +238,10 @@ pub fn backward_peak_parts(
     }
 }
 
-/// Bytes left after backward beyond the persistent ones: the input ids the caller still holds.
+/// Bytes left after backward beyond the persistent ones: the input ids the caller still holds and
+/// what forward left on the modules.
 pub fn backward_end_extra(prof: &ActivationProfile) -> u64 {
-    prof.inputs_bytes
+    prof.inputs_bytes.saturating_add(prof.module_state_bytes)
 }
 
 /// One phase's figures, without heap data: what solvers and sweeps read. [`phases`] turns them
@@ -446,9 +454,14 @@ mod tests {
             } else {
                 0
             };
+            let attn_grad = if grads_at_start == 0 {
+                scale(l.attn_peak_grad_bytes)
+            } else {
+                0
+            };
             let layer_peak = (own + l.mlp_backward_transient_bytes)
                 .saturating_sub(grad - mlp_grad)
-                .max(attn_own + l.attn_backward_transient_bytes);
+                .max((attn_own + l.attn_backward_transient_bytes).saturating_sub(grad - attn_grad));
             peak = peak.max(kept_below + layer_peak + grads_done + prof.grad_stream_bytes);
         }
         let end = kept_below
@@ -470,6 +483,7 @@ mod tests {
             attn_backward_transient_bytes: mlp / 2,
             grad_bytes: grad,
             mlp_peak_grad_bytes: grad / 3,
+            attn_peak_grad_bytes: grad / 2,
         };
         // gradients growing faster than saved bytes fall (peak at the run's last layer), slower
         // (at its first), alternating kinds, a dense prefix before a long run.
@@ -518,7 +532,9 @@ mod tests {
                     };
                     assert_eq!(
                         backward_peak(&prof, &inp, grads_at_start),
-                        per_layer_peak(&prof, &inp, grads_at_start)
+                        per_layer_peak(&prof, &inp, grads_at_start),
+                        "{:?} ckpt {checkpointing} start {grads_at_start}",
+                        layers.iter().map(|l| l.saved_bytes).collect::<Vec<_>>()
                     );
                 }
             }

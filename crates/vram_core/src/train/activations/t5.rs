@@ -664,6 +664,7 @@ impl Walk<'_> {
             attn_backward_transient_bytes: attn_bwd,
             grad_bytes: self.t5_grad_bytes(i, stack, None),
             mlp_peak_grad_bytes: wo_grad,
+            attn_peak_grad_bytes: self.t5_grad_bytes(i, stack, None),
         };
         (out, act)
     }
@@ -871,6 +872,7 @@ pub(super) fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         encoder_layers,
         between_stacks_saved_bytes: between_saved,
         between_stacks_held_bytes: held_at_switch,
+        module_state_bytes: 0,
     }
 }
 
