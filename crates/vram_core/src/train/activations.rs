@@ -1560,27 +1560,14 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     }
     let forward_peak = sim.peak_bytes();
     let forward_peak_copies = sim.peak_copy_bytes();
-    // autocast exits: the weight cache is released (copies saved for backward survive).
-    for c in std::mem::take(&mut w.cache) {
-        sim.drop(c);
-    }
-    sim.release_copies(std::mem::take(&mut w.cache_free_bytes));
-    // `del out` (as HF Trainer's compute_loss): the logits die with the model output; only the loss
-    // and what autograd saved live on.
-    if let Some(l) = logits_handle {
-        sim.drop(l);
-    }
-    let forward_end = sim.live_bytes();
-    // inside checkpointed layers nothing is saved (their copies were cached, then released)
-    let autocast_saved_end_bytes = if checkpointing {
-        head_copies
-    } else {
-        layers
-            .runs()
-            .iter()
-            .map(|(l, n)| l.autocast_saved_bytes.saturating_mul(*n))
-            .fold(head_copies, u64::saturating_add)
-    };
+    let (forward_end, autocast_saved_end_bytes) = end_forward(
+        w,
+        &mut sim,
+        logits_handle,
+        &layers,
+        head_copies,
+        checkpointing,
+    );
     ActivationProfile {
         tokens: t,
         layers,
@@ -1615,6 +1602,38 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
             0
         },
     }
+}
+
+/// Forward ends: autocast exits and releases its weight cache (copies saved for backward
+/// survive), and `del out` (as HF Trainer's compute_loss) drops the logits with the model output;
+/// only the loss and what autograd saved live on. Returns (bytes live, of which autocast weight
+/// copies that autograd saved: the layers' — none inside checkpointed layers, whose copies were
+/// cached, then released — and the head's).
+fn end_forward(
+    w: &mut Walk<'_>,
+    sim: &mut Sim,
+    logits: Option<V>,
+    layers: &LayerRuns,
+    head_copies: u64,
+    checkpointing: bool,
+) -> (u64, u64) {
+    for c in std::mem::take(&mut w.cache) {
+        sim.drop(c);
+    }
+    sim.release_copies(std::mem::take(&mut w.cache_free_bytes));
+    if let Some(l) = logits {
+        sim.drop(l);
+    }
+    let saved_copies = if checkpointing {
+        head_copies
+    } else {
+        layers
+            .runs()
+            .iter()
+            .map(|(l, n)| l.autocast_saved_bytes.saturating_mul(*n))
+            .fold(head_copies, u64::saturating_add)
+    };
+    (sim.live_bytes(), saved_copies)
 }
 
 #[cfg(test)]

@@ -343,34 +343,28 @@ fn compute(
         // load. `from_pretrained` initialises on the meta device and has none. peft adds the
         // adapters after the tying, so they count against the transient (peak = max(base + V·H,
         // base + adapters)).
-        load_transient_bytes: if enc_dec
-            && scenario
+        load_transient_bytes: {
+            // tables `from_config` builds before tying them: t5's two `embed_tokens` (and its
+            // lm_head when tied), a decoder's tied lm_head
+            let tables = if enc_dec {
+                2 + u64::from(head_is_tied)
+            } else {
+                u64::from(head_is_tied && spec.tie_word_embeddings && causal_lm_head)
+            };
+            let unquantized = scenario
                 .lora
                 .as_ref()
-                .is_none_or(|l| l.base_quant == crate::scenario::BaseQuant::None)
-        {
-            let adapters = plan
-                .as_ref()
-                .map_or(0, |p| p.trainable_params.saturating_mul(4));
-            let tables = if head_is_tied { 3 } else { 2 };
-            vh.saturating_mul(precision.param_bytes)
-                .saturating_mul(tables)
-                .saturating_sub(adapters)
-        } else if head_is_tied
-            && spec.tie_word_embeddings
-            && causal_lm_head
-            && scenario
-                .lora
-                .as_ref()
-                .is_none_or(|l| l.base_quant == crate::scenario::BaseQuant::None)
-        {
-            let adapters = plan
-                .as_ref()
-                .map_or(0, |p| p.trainable_params.saturating_mul(4));
-            vh.saturating_mul(precision.param_bytes)
-                .saturating_sub(adapters)
-        } else {
-            0
+                .is_none_or(|l| l.base_quant == crate::scenario::BaseQuant::None);
+            if tables > 0 && unquantized {
+                let adapters = plan
+                    .as_ref()
+                    .map_or(0, |p| p.trainable_params.saturating_mul(4));
+                vh.saturating_mul(precision.param_bytes)
+                    .saturating_mul(tables)
+                    .saturating_sub(adapters)
+            } else {
+                0
+            }
         },
         head_grad_bytes: if full && (causal_lm_head || enc_dec) {
             vhe

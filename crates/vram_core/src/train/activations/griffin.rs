@@ -189,11 +189,7 @@ impl Walk<'_> {
         sim.drop(one_minus);
         // `reset + ~reset * multiplier`, then `.type(activations.dtype)` (the product saves
         // `~reset`, (1, s, 1) bool; the scan's `a * ~reset` saves another)
-        let not_reset = sim.alloc(s, 1, false);
-        if rg {
-            sim.save(not_reset);
-        }
-        sim.drop(not_reset);
+        save_reset_mask(sim, s, rg);
         let masked = sim.alloc(tl, ae, rg);
         sim.drop(root);
         let multiplier = sim.alloc(tl, ae, rg);
@@ -206,11 +202,7 @@ impl Walk<'_> {
         // `_rnn_scan`: `a * ~reset`, then per step `state = a[:, t] * state + x[:, t]` in fp32
         // (each state saved by the next step's product, the zero state by the first), written
         // into `zeros_like(x)`.
-        let not_reset = sim.alloc(s, 1, false);
-        if rg {
-            sim.save(not_reset);
-        }
-        sim.drop(not_reset);
+        save_reset_mask(sim, s, rg);
         let gate = sim.alloc(tl, ae, rg);
         if rg {
             sim.save(gate);
@@ -248,6 +240,15 @@ impl Walk<'_> {
             .saturating_add(tl.saturating_mul(e));
         (o, scan, max_w)
     }
+}
+
+/// `~reset`, (1, s, 1) bool, saved by a product with a tensor that requires grad.
+fn save_reset_mask(sim: &mut Sim, s: u64, rg: bool) {
+    let mask = sim.alloc(s, 1, false);
+    if rg {
+        sim.save(mask);
+    }
+    sim.drop(mask);
 }
 
 impl Walk<'_> {

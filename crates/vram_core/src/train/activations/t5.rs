@@ -832,22 +832,15 @@ pub(super) fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
     }
     let forward_peak = sim.peak_bytes();
     let forward_peak_copies = sim.peak_copy_bytes();
-    for c in std::mem::take(&mut w.cache) {
-        sim.drop(c);
-    }
-    sim.release_copies(std::mem::take(&mut w.cache_free_bytes));
     // `del out`: the logits die with the model output
-    sim.drop(logits);
-    let forward_end = sim.live_bytes();
-    let autocast_saved_end_bytes = if checkpointing {
-        head_copies
-    } else {
-        layers
-            .runs()
-            .iter()
-            .map(|(l, n)| l.autocast_saved_bytes.saturating_mul(*n))
-            .fold(head_copies, u64::saturating_add)
-    };
+    let (forward_end, autocast_saved_end_bytes) = super::end_forward(
+        w,
+        &mut sim,
+        Some(logits),
+        &layers,
+        head_copies,
+        checkpointing,
+    );
     let tv = t.saturating_mul(vocab);
     ActivationProfile {
         tokens: t,
