@@ -185,6 +185,11 @@ pub struct ActivationProfile {
     /// Tensors forward leaves on the modules, alive through backward and the optimizer step
     /// (RecurrentGemma's last recurrent state per recurrent layer, b·L·4).
     pub module_state_bytes: u64,
+    /// The final RMS norm's backward beyond what the layers still hold after the head's: its own
+    /// saved tensors, and its fp32 math (`pow`, `mean`, `rsqrt` products) holding four b·s·H fp32
+    /// tensors at once (measured on the CPU: SmolLM2 2 layers V 512, bf16 autocast b 4 × 512,
+    /// where it is the backward peak).
+    pub head_norm_backward_bytes: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -647,7 +652,10 @@ impl<'a> Walk<'a> {
                 let scores = sim.alloc(sq, ce, rg);
                 let scaled = sim.alloc(sq, ce, rg);
                 sim.drop(scores);
-                let masked = sim.alloc(sq, ce, rg);
+                // `+ attention_mask`: the mask has the embeddings' dtype (fp32 under autocast over
+                // fp32 weights), so the masked scores take the wider of the two
+                let me = ce.max(self.p);
+                let masked = sim.alloc(sq, me, rg);
                 sim.drop(scaled);
                 let s32 = sim.cast(masked, 4);
                 sim.drop(masked);
@@ -667,8 +675,17 @@ impl<'a> Walk<'a> {
                 sim.drop(probs);
                 sim.drop(kr);
                 sim.drop(vr);
-                let extra = if ce < 4 { 8 } else { 4 };
-                bwd = sq.saturating_mul(ce + extra);
+                // Backward, against the saved set: the probabilities' gradient (ce); in 16 bits its
+                // fp32 cast (`softmax(..., dtype=float32).to(dtype)`'s ToCopyBackward) once the
+                // saved 16-bit probabilities are released; then softmax's gradient in the masked
+                // scores' dtype next to the fp32 one. Measured on the CPU (SmolLM2 2 layers, V 512,
+                // b 4 × 512, eager): fp32 8 B, bf16 autocast 6 B per b·h·s² element at the peak.
+                let released = if ce < 4 { ce } else { 0 };
+                let cast = if ce < 4 { 4 } else { 0 };
+                bwd = sq
+                    .saturating_mul(ce)
+                    .max(sq.saturating_mul(cast))
+                    .max(sq.saturating_mul((4 + me).saturating_sub(released)));
             }
         }
         for x in [qc, kc, vc] {
@@ -801,10 +818,14 @@ impl<'a> Walk<'a> {
         sim.drop(v0);
         let lo = self.lin(o_t);
         max_w = max_w.max(lo.in_f * lo.out_f);
+        let saved_before_o = sim.saved_bytes();
         let y = self.linear(sim, o, lo, t);
+        // o_proj runs backward before the attention itself and releases what it saved (its input,
+        // its autocast weight copy) by the attention's peak
+        let o_saved = sim.saved_bytes() - saved_before_o;
         sim.drop(o);
         let y = self.dropout(sim, y, self.spec.hidden_dropout);
-        (y, bwd, max_w)
+        (y, bwd.saturating_sub(o_saved), max_w)
     }
 
     /// MLP half. Returns (output, backward transient, largest weight elements).
@@ -1110,32 +1131,79 @@ impl<'a> Walk<'a> {
             Some(_) if self.griffin && self.full => self.griffin_later_grad_bytes(i),
             _ => 0,
         };
-        // The MLP half runs backward first: at its peak only its own weights' gradients exist
-        // (full fine-tuning; LoRA's few adapter gradients are all counted).
-        let mlp_peak_grad_bytes = if self.full {
-            let spec = self.spec;
-            self.layer_tensor_ids(i)
-                .iter()
-                .map(|&j| &spec.tensors[j])
-                .filter(|t| {
-                    matches!(
-                        t.component,
-                        Component::Mlp
-                            | Component::Experts
-                            | Component::SharedExperts
-                            | Component::Router
-                    )
-                })
-                .map(|t| t.numel())
-                .fold(0, u64::saturating_add)
-                .saturating_mul(self.p)
-        } else {
-            grad_bytes
-        };
+        // The MLP half runs backward first: at its peak only the down projection's gradient exists
+        // in a dense MLP (the peak is the gated product's backward, before gate/up make theirs;
+        // measured on the CPU, SmolLM2 2 layers V 512 fp32 b 4 × 512: every MLP gradient counted
+        // there put the backward peak 2.1 % high); a MoE layer's are all counted; so are LoRA's
+        // few adapter gradients.
+        let dense_mlp = self.spec.layers.get(i).is_some_and(|l| {
+            matches!(l.ffn, Some(FfnSpec::Dense { .. }) | None)
+                && !self
+                    .layer_tensor_ids(i)
+                    .iter()
+                    .any(|&j| self.spec.tensors[j].component == Component::SharedExperts)
+        });
+        let down_grad = self
+            .layer_linears(i, Component::Mlp)
+            .as_slice()
+            .last()
+            .map(|&j| self.spec.tensors[j].numel().saturating_mul(self.p));
+        let mlp_peak_grad_bytes =
+            if let (true, true, Some(down)) = (self.full, dense_mlp, down_grad) {
+                down
+            } else if self.full {
+                let spec = self.spec;
+                self.layer_tensor_ids(i)
+                    .iter()
+                    .map(|&j| &spec.tensors[j])
+                    .filter(|t| {
+                        matches!(
+                            t.component,
+                            Component::Mlp
+                                | Component::Experts
+                                | Component::SharedExperts
+                                | Component::Router
+                        )
+                    })
+                    .map(|t| t.numel())
+                    .fold(0, u64::saturating_add)
+                    .saturating_mul(self.p)
+            } else {
+                grad_bytes
+            };
         // weight grads arrive in the compute dtype before autocast's ToCopyBackward (fp32 .grad);
         // QLoRA dequantizes the weight again in backward.
         let weight_transient = if (self.autocast && self.full) || self.quant != BaseQuant::None {
             max_w.saturating_mul(self.c)
+        } else {
+            0
+        };
+        // The attention half's peak is inside the attention itself (after o_proj's backward):
+        // the q/k/v projections make their gradients after it, and a projection's weight
+        // transient comes at its own backward, so the half's transient is the larger of the two.
+        let attn_weights: Few<usize, 8> = self.layer_linears(i, Component::Attention);
+        let attn_weight_transient = if weight_transient > 0 {
+            attn_weights
+                .as_slice()
+                .iter()
+                .map(|&j| self.spec.tensors[j].numel())
+                .max()
+                .unwrap_or(0)
+                .saturating_mul(self.c)
+        } else {
+            0
+        };
+        let qkv_grad_bytes = if self.full && !(self.griffin && self.spec.layers[i].ssm.is_some()) {
+            attn_weights
+                .as_slice()
+                .split_last()
+                .map_or(0, |(_, inputs)| {
+                    inputs
+                        .iter()
+                        .map(|&j| self.spec.tensors[j].numel())
+                        .fold(0u64, u64::saturating_add)
+                })
+                .saturating_mul(self.p)
         } else {
             0
         };
@@ -1146,10 +1214,12 @@ impl<'a> Walk<'a> {
             attn_autocast_saved_bytes: attn_copies,
             input_bytes,
             mlp_backward_transient_bytes: mlp_bwd.saturating_add(weight_transient),
-            attn_backward_transient_bytes: attn_bwd.saturating_add(weight_transient),
+            attn_backward_transient_bytes: attn_bwd.max(attn_weight_transient),
             grad_bytes,
             mlp_peak_grad_bytes,
-            attn_peak_grad_bytes: grad_bytes.saturating_sub(attn_later_grad_bytes),
+            attn_peak_grad_bytes: grad_bytes
+                .saturating_sub(attn_later_grad_bytes)
+                .saturating_sub(qkv_grad_bytes),
         };
         (out, act)
     }
@@ -1447,6 +1517,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     let head_copies_before = w.autocast_saved_bytes;
     let head_saved;
     let logits_handle;
+    let mut final_norm_saved = 0u64;
     let mut head_copies = 0u64;
     let (logits_bytes, logits_fp32_bytes, log_softmax_bytes);
     if matches!(w.spec.kind, ModelKind::DecoderOnly | ModelKind::StateSpace) {
@@ -1458,6 +1529,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         } else {
             x
         };
+        final_norm_saved = sim.saved_bytes() - before_head;
         let head = Lin {
             in_f: h,
             out_f: vocab,
@@ -1591,6 +1663,17 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         encoder_layers: 0,
         between_stacks_saved_bytes: 0,
         between_stacks_held_bytes: 0,
+        head_norm_backward_bytes: if w.derived.has_final_norm
+            && w.spec.norm == NormKind::RmsNorm
+            && matches!(w.spec.kind, ModelKind::DecoderOnly | ModelKind::StateSpace)
+        {
+            t.saturating_mul(h)
+                .saturating_mul(4)
+                .saturating_mul(4)
+                .saturating_add(final_norm_saved)
+        } else {
+            0
+        },
         module_state_bytes: if w.griffin {
             w.spec
                 .layers

@@ -107,6 +107,14 @@ pub fn backward_peak_parts(
         scale(inp.head_grad_bytes)
     };
     let mut grads_done = grads_at_start.saturating_add(head_grad);
+    // the final norm's backward, right after the head's
+    consider(
+        after_head
+            .saturating_add(prof.head_norm_backward_bytes)
+            .saturating_add(grads_done),
+        grads_done,
+        copies_below,
+    );
     let mut kept_below: u64 = after_head;
     // Identical consecutive layers, taken together: across such a run the saved bytes still held
     // fall and the gradients done grow by the same amounts per layer, so the peak of the run is at

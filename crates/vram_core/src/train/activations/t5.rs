@@ -866,6 +866,7 @@ pub(super) fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         between_stacks_saved_bytes: between_saved,
         between_stacks_held_bytes: held_at_switch,
         module_state_bytes: 0,
+        head_norm_backward_bytes: 0,
     }
 }
 
