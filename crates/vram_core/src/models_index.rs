@@ -81,7 +81,7 @@ fn training_kind(spec: &crate::ModelSpec) -> &'static str {
         }
         ModelKind::StateSpace => "modelled (the mixer's torch path, without the mamba_ssm kernels)",
         _ if spec.text_model_type == "recurrent_gemma" => {
-            "modelled (the RG-LRU's Python scan; no gradient checkpointing, unquantized bases)"
+            "modelled (the RG-LRU's Python scan; unquantized bases)"
         }
         _ if spec.layers.iter().any(|l| l.ssm.is_some()) => {
             "refused (hybrid state-space layers not modelled)"

@@ -63,6 +63,10 @@ pub struct LayerAct {
     /// unless a walk knows better: RecurrentGemma's recurrent block makes most of its own after
     /// its scan's backward).
     pub attn_peak_grad_bytes: u64,
+    /// Under gradient checkpointing, what this layer's recomputation leaves alive after its
+    /// backward until the next forward (RecurrentGemma: the recurrent half's graph, referenced from
+    /// the module's `recurrent_states`); 0 for most layers.
+    pub retained_bytes: u64,
 }
 
 /// The layers' figures as runs of identical consecutive layers: a 36-layer model whose layers
@@ -185,6 +189,10 @@ pub struct ActivationProfile {
     /// Tensors forward leaves on the modules, alive through backward and the optimizer step
     /// (RecurrentGemma's last recurrent state per recurrent layer, b·L·4).
     pub module_state_bytes: u64,
+    /// Under gradient checkpointing, the next step's forward peak when it is above this one's: what
+    /// the previous backward's recomputations left alive (`module_state_bytes`) is released only as
+    /// each layer's forward resets it, so it meets the first layers' forward (0: no such state).
+    pub next_forward_peak_bytes: u64,
     /// The final RMS norm's backward beyond what the layers still hold after the head's: its own
     /// saved tensors, and its fp32 math (`pow`, `mean`, `rsqrt` products) holding four b·s·H fp32
     /// tensors at once (measured on the CPU: SmolLM2 2 layers V 512, bf16 autocast b 4 × 512,
@@ -228,6 +236,11 @@ struct Walk<'a> {
     /// RecurrentGemma (Griffin): recurrent temporal blocks, rotary over half of each head made in
     /// each attention layer.
     griffin: bool,
+    /// Of the last recurrent block walked, the bytes saved by its output branch (the GELU branch,
+    /// the scan output and their product), which its recurrent state's graph does not reach.
+    griffin_output_branch_bytes: u64,
+    /// Bytes live when the first recurrent block resets its module state (after its projections).
+    griffin_first_level_bytes: u64,
     derived: &'a crate::derived::Derived,
     cache: Vec<V>,
     /// The layer being walked (for the LoRA adapters of its tensors).
@@ -1220,6 +1233,11 @@ impl<'a> Walk<'a> {
             attn_peak_grad_bytes: grad_bytes
                 .saturating_sub(attn_later_grad_bytes)
                 .saturating_sub(qkv_grad_bytes),
+            retained_bytes: if self.griffin && self.spec.layers[i].ssm.is_some() {
+                attn_saved.saturating_sub(self.griffin_output_branch_bytes)
+            } else {
+                0
+            },
         };
         (out, act)
     }
@@ -1302,7 +1320,7 @@ fn profile_with(
         t5::check(spec, quant)?;
     }
     if spec.text_model_type == "recurrent_gemma" {
-        griffin::check(spec, scenario, quant)?;
+        griffin::check(spec, quant)?;
     }
     let mt = spec.text_model_type.as_str();
     let layout = match mt {
@@ -1334,6 +1352,8 @@ fn profile_with(
         rope,
         gemma_norm: mt.starts_with("gemma") || mt == "recurrent_gemma",
         griffin: mt == "recurrent_gemma",
+        griffin_output_branch_bytes: 0,
+        griffin_first_level_bytes: 0,
         derived: spec.derived(),
         cache: Vec::with_capacity(64),
         layer: 0,
@@ -1354,6 +1374,20 @@ fn profile_with(
         prof.autocast_copy_bytes = gc.autocast_copy_bytes;
         prof.autocast_saved_end_bytes = gc.autocast_saved_end_bytes;
         prof.checkpointing = true;
+        // what the recomputations leave alive after backward stays through the optimizer step,
+        // and into the next forward until each layer resets it
+        let retained = prof
+            .layers
+            .runs()
+            .iter()
+            .map(|(l, n)| l.retained_bytes.saturating_mul(*n))
+            .fold(0, u64::saturating_add);
+        prof.module_state_bytes = prof.module_state_bytes.saturating_add(retained);
+        if retained > 0 {
+            prof.next_forward_peak_bytes = gc
+                .forward_peak_bytes
+                .max(w.griffin_first_level_bytes.saturating_add(retained));
+        }
     }
     Ok(prof)
 }
@@ -1369,6 +1403,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
     w.cache_free_bytes = 0;
     w.autocast_copy_bytes = 0;
     w.autocast_saved_bytes = 0;
+    w.griffin_first_level_bytes = 0;
     let t = w.t;
     let h = w.spec.hidden_size;
     let vocab = w.spec.vocab_size;
@@ -1663,6 +1698,7 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         encoder_layers: 0,
         between_stacks_saved_bytes: 0,
         between_stacks_held_bytes: 0,
+        next_forward_peak_bytes: 0,
         head_norm_backward_bytes: if w.derived.has_final_norm
             && w.spec.norm == NormKind::RmsNorm
             && matches!(w.spec.kind, ModelKind::DecoderOnly | ModelKind::StateSpace)

@@ -116,6 +116,7 @@ pub fn backward_peak_parts(
         copies_below,
     );
     let mut kept_below: u64 = after_head;
+    let mut retained = 0u64;
     // Identical consecutive layers, taken together: across such a run the saved bytes still held
     // fall and the gradients done grow by the same amounts per layer, so the peak of the run is at
     // its first or its last layer (both computed with the per-layer saturating arithmetic).
@@ -204,11 +205,18 @@ pub fn backward_peak_parts(
             } else {
                 (attn_peak, l.attn_autocast_saved_bytes)
             };
+            // under checkpointing, what the recomputed layers processed so far left alive
+            let retain = if prof.checkpointing {
+                l.retained_bytes
+            } else {
+                0
+            };
             let point = |j: u64| {
                 let bytes = kept_below
                     .saturating_sub(kept.saturating_mul(j))
                     .saturating_add(layer_peak)
                     .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
+                    .saturating_add(retained.saturating_add(retain.saturating_mul(j - 1)))
                     .saturating_add(prof.grad_stream_bytes);
                 let copies = copies_below
                     .saturating_sub(kept_copies.saturating_mul(j))
@@ -226,6 +234,7 @@ pub fn backward_peak_parts(
             kept_below = kept_below.saturating_sub(kept.saturating_mul(run));
             copies_below = copies_below.saturating_sub(kept_copies.saturating_mul(run));
             grads_done = grads_done.saturating_add(grad.saturating_mul(run));
+            retained = retained.saturating_add(retain.saturating_mul(run));
             left = left.saturating_sub(part);
         }
     }
@@ -237,7 +246,8 @@ pub fn backward_peak_parts(
         .saturating_add(inp.tied_embedding_grad_bytes);
     let end = kept_below
         .saturating_sub(prof.pre_saved_bytes)
-        .saturating_add(grads_end);
+        .saturating_add(grads_end)
+        .saturating_add(retained);
     consider(end, grads_end, copies_below);
     BackwardPeak {
         bytes: peak,
@@ -324,7 +334,12 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
         out[at] = PhaseFigure {
             name: names[0],
             allocated_bytes: base + prof.forward_end_bytes,
-            peak_allocated_bytes: base + prof.forward_peak_bytes,
+            peak_allocated_bytes: base
+                + if first {
+                    prof.forward_peak_bytes
+                } else {
+                    prof.forward_peak_bytes.max(prof.next_forward_peak_bytes)
+                },
             components: [
                 ("weights", inp.weights_bytes),
                 ("optimizer", states),
@@ -492,6 +507,7 @@ mod tests {
             grad_bytes: grad,
             mlp_peak_grad_bytes: grad / 3,
             attn_peak_grad_bytes: grad / 2,
+            retained_bytes: 0,
         };
         // gradients growing faster than saved bytes fall (peak at the run's last layer), slower
         // (at its first), alternating kinds, a dense prefix before a long run.

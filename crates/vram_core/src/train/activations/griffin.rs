@@ -21,29 +21,12 @@
 
 use super::{Lin, Walk};
 use crate::error::ScenarioError;
-use crate::scenario::{BaseQuant, Scenario};
+use crate::scenario::BaseQuant;
 use crate::spec::{Component, ModelSpec, SsmSpec};
 use crate::train::sim::{Sim, V};
 
-/// What the walk cannot count for RecurrentGemma: gradient checkpointing (each recomputed
-/// recurrent block leaves its whole graph referenced from `self.recurrent_states` until the next
-/// forward: measured 42 MB per layer at b 2 × 128, not modelled) and a quantized base.
-pub(super) fn check(
-    spec: &ModelSpec,
-    scenario: &Scenario,
-    quant: BaseQuant,
-) -> Result<(), ScenarioError> {
-    if scenario.grad_checkpointing {
-        return Err(ScenarioError::Invalid {
-            field: "grad_checkpointing".into(),
-            expected:
-                "no gradient checkpointing for recurrent_gemma: a recomputed recurrent block \
-                       stays referenced from the module's recurrent state until the next forward, \
-                       which is not modelled"
-                    .into(),
-            found: format!("model_type {:?}", spec.model_type),
-        });
-    }
+/// What the walk cannot count for RecurrentGemma: a quantized base.
+pub(super) fn check(spec: &ModelSpec, quant: BaseQuant) -> Result<(), ScenarioError> {
     if quant != BaseQuant::None {
         return Err(ScenarioError::Invalid {
             field: "lora.base_quant".into(),
@@ -88,9 +71,15 @@ impl Walk<'_> {
             .unwrap_or(0);
         let full = self.full;
         let y_pre = self.linear(sim, n, ly, t);
+        let before_gelu = sim.saved_bytes();
         let y = self.activation(sim, y_pre);
+        let mut output_branch = sim.saved_bytes() - before_gelu;
         sim.drop(y_pre);
         let xb = self.linear(sim, n, lx, t);
+        // `self.rg_lru.recurrent_states = None` comes here, after the projections
+        if self.griffin_first_level_bytes == 0 {
+            self.griffin_first_level_bytes = sim.live_bytes();
+        }
         let e = sim.elem(xb);
         // the recurrence's parameter path (`softplus(recurrent_param)`, `exp`, `1 − a²`) follows
         // the parameters' dtype: fp32 under autocast over fp32 weights
@@ -227,11 +216,14 @@ impl Walk<'_> {
         let _last = sim.alloc(b.saturating_mul(width), 4, false);
         sim.drop(normalized);
         // `x_branch * y_branch`, then `linear_out`
+        let before_out = sim.saved_bytes();
         let prod = self.mul(sim, out, y);
         sim.drop(out);
         sim.drop(y);
         let o = self.linear(sim, prod, lo, t);
         sim.drop(prod);
+        output_branch += sim.saved_bytes() - before_out;
+        self.griffin_output_branch_bytes = output_branch;
         // backward of the scan: two full t·L gradient buffers (the gate's, the input's) and one
         // new full slice tensor at a time, next to the scan output's gradient
         let scan = tl

@@ -665,6 +665,7 @@ impl Walk<'_> {
             grad_bytes: self.t5_grad_bytes(i, stack, None),
             mlp_peak_grad_bytes: wo_grad,
             attn_peak_grad_bytes: self.t5_grad_bytes(i, stack, None),
+            retained_bytes: 0,
         };
         (out, act)
     }
@@ -867,6 +868,7 @@ pub(super) fn run(w: &mut Walk<'_>, checkpointing: bool) -> ActivationProfile {
         between_stacks_held_bytes: held_at_switch,
         module_state_bytes: 0,
         head_norm_backward_bytes: 0,
+        next_forward_peak_bytes: 0,
     }
 }
 
