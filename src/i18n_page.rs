@@ -486,6 +486,8 @@ pub fn component(lang: Lang, key: &str) -> String {
         ("communication", true) => "通信缓冲",
         ("transient", false) => "Backward temporaries",
         ("transient", true) => "反向临时张量",
+        ("model_state", false) => "Kept by the model between steps",
+        ("model_state", true) => "模型在步骤间保留的张量",
         _ => return key.replace('_', " "),
     };
     s.to_string()

@@ -395,7 +395,13 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
                 ("gradients", g),
                 ("optimizer", s),
                 ("optimizer_temp", inp.optimizer_temp_bytes),
-                ("", 0),
+                // what forward or backward left on the modules (RecurrentGemma's states, and under
+                // checkpointing its recomputed blocks), named only for models that keep any
+                if prof.module_state_bytes > 0 {
+                    ("model_state", prof.module_state_bytes)
+                } else {
+                    ("", 0)
+                },
             ],
         };
     }
