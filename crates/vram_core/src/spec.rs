@@ -467,6 +467,25 @@ impl ModelSpec {
             )
     }
 
+    /// Whether `from_pretrained` keeps tensor `t` in fp32 when the model is loaded in `dtype`:
+    /// [`ModelSpec::keeps_fp32`]'s tensors in any 16-bit dtype, and in fp16 (not bf16) those of the
+    /// model class's `_keep_in_fp32_modules` (`PreTrainedModel._get_dtype_plan`, transformers
+    /// 5.24): T5's `wo` projections ("to avoid bf16 -> fp16 casting precision issues") and
+    /// gpt-oss's norms. `from_config`, which `vram measure` runs, applies no such plan.
+    pub fn keeps_fp32_in(&self, t: &TensorSpec, dtype: crate::scenario::Dtype) -> bool {
+        if self.keeps_fp32(t) {
+            return true;
+        }
+        if dtype != crate::scenario::Dtype::Fp16 {
+            return false;
+        }
+        match self.text_model_type.as_str() {
+            "t5" | "mt5" | "umt5" => t.name.contains(".DenseReluDense.wo."),
+            "gpt_oss" => matches!(t.component, Component::Norm | Component::FinalNorm),
+            _ => false,
+        }
+    }
+
     /// Bytes of the [`ModelSpec::runtime_buffers`] for parameters `model_dtype_bytes` wide.
     pub fn runtime_buffer_bytes(&self, model_dtype_bytes: u64) -> u64 {
         self.runtime_buffers

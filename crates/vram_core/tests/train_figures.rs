@@ -373,3 +373,32 @@ fn forward_and_backward_components_add_up_to_the_phase_peak() {
         }
     }
 }
+
+#[test]
+fn t5_loaded_in_fp16_keeps_wo_in_fp32_and_in_bf16_does_not() {
+    // `_keep_in_fp32_modules = ["wo"]` applies to fp16 loads only (`_get_dtype_plan`): t5-small's
+    // 12 `wo` projections, 2048 × 512 each, take 2 B more per parameter in fp16, for the weights,
+    // their gradients and AdamW's two states (fp32 like the weight).
+    let t5 = spec("google-t5__t5-small");
+    let wo_params = 12 * 2_048 * 512u64;
+    let at = |dtype: Dtype| {
+        estimate_training(
+            &t5,
+            &Scenario {
+                dtype,
+                mixed_precision: MixedPrecision::None,
+                ..Scenario::default()
+            },
+            &DeviceOverheads::default(),
+        )
+        .unwrap()
+    };
+    let (bf16, fp16) = (at(Dtype::Bf16), at(Dtype::Fp16));
+    assert_eq!(bf16.weights_bytes, 60_506_624 * 2);
+    assert_eq!(fp16.weights_bytes, bf16.weights_bytes + wo_params * 2);
+    assert_eq!(fp16.gradients_bytes, bf16.gradients_bytes + wo_params * 2);
+    assert_eq!(
+        fp16.optimizer_bytes,
+        bf16.optimizer_bytes + wo_params * 2 * 2
+    );
+}

@@ -201,6 +201,10 @@ pub fn weights(
         WeightFormat::Float { dtype } => dtype.name(),
         _ => compute.name(),
     };
+    let float_dtype = match format {
+        WeightFormat::Float { dtype } => *dtype,
+        _ => compute,
+    };
     let mut b = WeightsBreakdown {
         total_bytes: 0,
         quantized_params: 0,
@@ -237,7 +241,7 @@ pub fn weights(
                 .saturating_add(quantized_linear_bytes(format, e, out, inp).saturating_mul(count));
         } else {
             b.unquantized_params = b.unquantized_params.saturating_add(n.saturating_mul(count));
-            let elem = if spec.keeps_fp32(t) {
+            let elem = if spec.keeps_fp32_in(t, float_dtype) {
                 float_bytes.max(4)
             } else {
                 float_bytes

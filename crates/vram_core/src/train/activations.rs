@@ -259,6 +259,8 @@ struct Walk<'a> {
     /// CPU allocation semantics (`super::Counting::CpuExact`): dtype-sized dropout masks, SDPA
     /// with dropout through the math path.
     cpu: bool,
+    /// The parameters' dtype (fp16 and bf16 load some tensors differently).
+    dtype: crate::scenario::Dtype,
 }
 
 fn checked_dims(spec: &ModelSpec) -> Result<(), ScenarioError> {
@@ -1362,6 +1364,7 @@ fn profile_with(
         autocast_copy_bytes: 0,
         autocast_saved_bytes: 0,
         cpu: counting == super::Counting::CpuExact,
+        dtype: scenario.dtype,
     };
     let lora_kind = lora_layer_kinds(&w);
     let mut prof = run(&mut w, false, &lora_kind);

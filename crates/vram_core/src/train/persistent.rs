@@ -254,8 +254,9 @@ pub fn persistent(
     for g in &derived.groups {
         let t = &spec.tensors[g.first];
         let numel = g.numel;
-        // routers transformers keeps in fp32 (`ModelSpec::keeps_fp32`) hold fp32 gradients and states
-        let (param_bytes, state_elem) = if spec.keeps_fp32(t) {
+        // tensors transformers keeps in fp32 (`ModelSpec::keeps_fp32_in`) hold fp32 gradients and
+        // states
+        let (param_bytes, state_elem) = if spec.keeps_fp32_in(t, scenario.dtype) {
             (precision.param_bytes.max(4), full_state_elem.max(4))
         } else {
             (precision.param_bytes, full_state_elem)

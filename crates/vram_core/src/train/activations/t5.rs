@@ -453,6 +453,13 @@ impl Walk<'_> {
             return (sim.share(n), 0, 0, 0);
         };
         let wo = self.lin(&spec.tensors[wo_j]);
+        // `wo` stays fp32 in a model loaded in fp16 (`ModelSpec::keeps_fp32_in`); under autocast
+        // the masters are fp32 anyway
+        let wo_elem = if spec.keeps_fp32_in(&spec.tensors[wo_j], self.dtype) {
+            self.p.max(4)
+        } else {
+            self.p
+        };
         let inner = wo.in_f;
         let mut max_w = wo.in_f.saturating_mul(wo.out_f);
         let mut ys: Few<V, 4> = Few::new();
@@ -482,7 +489,7 @@ impl Walk<'_> {
         };
         let dropped = self.dropout(sim, act, spec.hidden_dropout);
         // `hidden_states.to(self.wo.weight.dtype)` when they differ (fp32 `wo` under autocast)
-        let wo_in = sim.cast(dropped, self.p);
+        let wo_in = sim.cast(dropped, wo_elem);
         sim.drop(dropped);
         let y = self.linear(sim, wo_in, wo, t);
         sim.drop(wo_in);
@@ -522,7 +529,7 @@ impl Walk<'_> {
         };
         let trans = at_matmul.max(after_cast);
         let wo_grad = if self.full {
-            wo.in_f.saturating_mul(wo.out_f).saturating_mul(self.p)
+            wo.in_f.saturating_mul(wo.out_f).saturating_mul(wo_elem)
         } else {
             wo.lora_r.map_or(0, |r| {
                 r.saturating_mul(wo.in_f + wo.out_f).saturating_mul(4)
@@ -695,12 +702,18 @@ impl Walk<'_> {
             } else {
                 0
             };
+            let elem = |j: usize| {
+                if spec.keeps_fp32_in(&spec.tensors[j], self.dtype) {
+                    self.p.max(4)
+                } else {
+                    self.p
+                }
+            };
             self.layer_tensor_ids(i)
                 .iter()
                 .filter(mine)
-                .map(|&j| spec.tensors[j].numel())
-                .fold(table, u64::saturating_add)
-                .saturating_mul(self.p)
+                .map(|&j| spec.tensors[j].numel().saturating_mul(elem(j)))
+                .fold(table.saturating_mul(self.p), u64::saturating_add)
         } else {
             self.lora.map_or(0, |l| {
                 self.layer_tensor_ids(i)
