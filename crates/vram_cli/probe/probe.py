@@ -455,7 +455,28 @@ def build_model(torch, transformers, config, scenario, device, notes):
             raise ProbeFailure("unsupported_scenario", "attention %s: %s" % (attn, msg))
         raise ProbeFailure("unsupported_architecture", "transformers %s cannot build %s: %s"
                            % (transformers.__version__, config.model_type, msg))
+    keep_fp32_as_from_pretrained(torch, model, param_dtype, notes)
     return model, head
+
+
+def keep_fp32_as_from_pretrained(torch, model, param_dtype, notes):
+    """`from_config` casts every parameter to the requested dtype, but `from_pretrained` (what users
+    run) keeps the class's `_keep_in_fp32_modules` in fp32 under fp16 (`_get_dtype_plan`: T5's `wo`,
+    gpt-oss's norms); the strict list is already honoured at construction. Do the same, so that an
+    fp16 measurement is what a loaded checkpoint holds."""
+    keep = getattr(model, "_keep_in_fp32_modules", None)
+    if param_dtype != torch.float16 or not keep:
+        return
+    moved = 0
+    for name, module in model.named_modules():
+        parts = name.split(".")
+        if any(k in parts for k in keep):
+            for p in module.parameters(recurse=False):
+                p.data = p.data.float()
+                moved += 1
+    if moved:
+        notes.append("kept %d parameters of %s in fp32 as from_pretrained does under fp16"
+                     % (moved, sorted(keep)))
 
 
 def distributed_world():

@@ -424,7 +424,21 @@ pub fn optimizer_temp_bytes(opt: Optimizer, p: &Persistent, deepspeed: bool) -> 
     };
     match opt {
         Optimizer::Sgd | Optimizer::SgdMomentum | Optimizer::Adamw8bit | Optimizer::Lion => 0,
-        Optimizer::Adamw => all(p.state_elem_bytes),
+        // one copy of each tensor's second moment, in that state's own dtype (fp32 for the
+        // tensors transformers keeps in fp32 in a 16-bit model)
+        Optimizer::Adamw => p
+            .tensors
+            .iter()
+            .filter(|t| t.trainable)
+            .map(|t| {
+                t.state_tensors
+                    .as_slice()
+                    .last()
+                    .copied()
+                    .unwrap_or_else(|| t.numel.saturating_mul(p.state_elem_bytes))
+                    .saturating_mul(t.count)
+            })
+            .fold(0u64, u64::saturating_add),
         Optimizer::Adafactor => all(p.state_elem_bytes),
     }
 }
