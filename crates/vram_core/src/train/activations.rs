@@ -69,6 +69,26 @@ pub struct LayerAct {
     pub retained_bytes: u64,
 }
 
+/// What a layer's attention half (or RecurrentGemma's recurrent block in its place) reports
+/// besides its output.
+#[derive(Clone, Copy, Debug, Default)]
+struct HalfFigures {
+    /// Backward transient beyond the half's saved tensors.
+    bwd: u64,
+    /// Largest weight (elements) of the half.
+    max_w: u64,
+    /// Largest projection weight (elements) whose compute-dtype gradient can meet the half's
+    /// backward peak (0 for the recurrent block: its scan peaks before any of its weights'
+    /// gradients).
+    projection_weight_elems: u64,
+    /// Trainable gradients the half makes after its backward peak: q/k/v's (the attention peaks
+    /// after o_proj's backward), the recurrent block's all but `linear_out`'s.
+    later_grad_bytes: u64,
+    /// RecurrentGemma's recurrent block: what its output branch saved, which the graph its
+    /// recurrent state references does not reach (see [`LayerAct::retained_bytes`]).
+    output_branch_bytes: Option<u64>,
+}
+
 /// The layers' figures as runs of identical consecutive layers: a 36-layer model whose layers
 /// are alike is one entry, so sweeps neither copy nor compare 36 entries per point.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -236,9 +256,6 @@ struct Walk<'a> {
     /// RecurrentGemma (Griffin): recurrent temporal blocks, rotary over half of each head made in
     /// each attention layer.
     griffin: bool,
-    /// Of the last recurrent block walked, the bytes saved by its output branch (the GELU branch,
-    /// the scan output and their product), which its recurrent state's graph does not reach.
-    griffin_output_branch_bytes: u64,
     /// Bytes live when the first recurrent block resets its module state (after its projections).
     griffin_first_level_bytes: u64,
     derived: &'a crate::derived::Derived,
@@ -734,7 +751,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Attention half: projections → (qk-norm) → rotary → attention → output projection.
-    fn attention_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, u64, u64) {
+    fn attention_block(&mut self, sim: &mut Sim, n: V, i: usize) -> (V, HalfFigures) {
         let t = self.t;
         let h = self.spec.hidden_size;
         if let Some(ssm) = self
@@ -747,12 +764,12 @@ impl<'a> Walk<'a> {
             return self.griffin_block(sim, n, i, &ssm);
         }
         let Some(a) = self.spec.layers.get(i).and_then(|l| l.attention) else {
-            return (sim.share(n), 0, 0);
+            return (sim.share(n), HalfFigures::default());
         };
         let spec = self.spec;
         let lins = self.layer_linears(i, Component::Attention);
         let Some((&o_j, inputs)) = lins.as_slice().split_last() else {
-            return (sim.share(n), 0, 0);
+            return (sim.share(n), HalfFigures::default());
         };
         let o_t = &spec.tensors[o_j];
         let q_dim = a.num_heads * a.head_dim;
@@ -791,7 +808,7 @@ impl<'a> Walk<'a> {
             .unwrap_or(if ki != qi { ki } else { last });
         let get = |j: usize| outs.get(j).map(|x| x.1);
         let (Some(q0), Some(k0), Some(v0)) = (get(qi), get(ki), get(vi)) else {
-            return (sim.share(n), 0, 0);
+            return (sim.share(n), HalfFigures::default());
         };
         let (q0, k0, v0) = (sim.share(q0), sim.share(k0), sim.share(v0));
         for (_, y) in outs {
@@ -811,9 +828,9 @@ impl<'a> Walk<'a> {
         }
         if self.rope && self.griffin {
             let tables = self.griffin_rotary_tables(sim, a.head_dim, sim.elem(v0));
-            let qr = self.griffin_rotary(sim, q, q_elems, tables);
+            let qr = self.griffin_rotary(sim, q, q_elems);
             sim.drop(q);
-            let kr = self.griffin_rotary(sim, k, k_elems, tables);
+            let kr = self.griffin_rotary(sim, k, k_elems);
             sim.drop(k);
             q = qr;
             k = kr;
@@ -840,7 +857,26 @@ impl<'a> Walk<'a> {
         let o_saved = sim.saved_bytes() - saved_before_o;
         sim.drop(o);
         let y = self.dropout(sim, y, self.spec.hidden_dropout);
-        (y, bwd.saturating_sub(o_saved), max_w)
+        // q/k/v (and MLA's latent projections) make their gradients after the attention's peak
+        let later_grad_bytes = if self.full {
+            inputs
+                .iter()
+                .map(|&j| spec.tensors[j].numel())
+                .fold(0u64, u64::saturating_add)
+                .saturating_mul(self.p)
+        } else {
+            0
+        };
+        (
+            y,
+            HalfFigures {
+                bwd: bwd.saturating_sub(o_saved),
+                max_w,
+                projection_weight_elems: max_w,
+                later_grad_bytes,
+                output_branch_bytes: None,
+            },
+        )
     }
 
     /// MLP half. Returns (output, backward transient, largest weight elements).
@@ -1036,18 +1072,22 @@ impl<'a> Walk<'a> {
         let before = sim.saved_bytes();
         let copies_before = self.autocast_saved_bytes;
         let input_bytes = sim.elems(x).saturating_mul(sim.elem(x));
-        let (out, attn_bwd, mlp_bwd, max_w, attn_saved, attn_copies);
+        let (out, half, mlp_bwd, max_w, attn_saved, attn_copies);
         let ssm = self.spec.layers.get(i).and_then(|l| l.ssm);
         if let (Some(ssm), ModelKind::StateSpace) = (ssm, self.spec.kind) {
             let (y, transient) = self.ssm_block(sim, x, i, &ssm);
             out = y;
             attn_saved = sim.saved_bytes() - before;
             attn_copies = self.autocast_saved_bytes - copies_before;
-            (attn_bwd, mlp_bwd, max_w) = (transient, 0, 0);
+            let state_space = HalfFigures {
+                bwd: transient,
+                ..HalfFigures::default()
+            };
+            (half, mlp_bwd, max_w) = (state_space, 0, 0);
         } else {
             match self.layout {
                 Layout::PostLn => {
-                    let (a, ab, w1) = self.attention_block(sim, x, i);
+                    let (a, half_figures) = self.attention_block(sim, x, i);
                     let s1 = self.add(sim, a, x);
                     sim.drop(a);
                     sim.drop(x);
@@ -1061,11 +1101,11 @@ impl<'a> Walk<'a> {
                     sim.drop(h1);
                     out = self.norm(sim, s2, t * h, t);
                     sim.drop(s2);
-                    (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+                    (half, mlp_bwd, max_w) = (half_figures, mb, half_figures.max_w.max(w2));
                 }
                 Layout::Parallel => {
                     let n1 = self.norm(sim, x, t * h, t);
-                    let (a, ab, w1) = self.attention_block(sim, n1, i);
+                    let (a, half_figures) = self.attention_block(sim, n1, i);
                     attn_saved = sim.saved_bytes() - before;
                     attn_copies = self.autocast_saved_bytes - copies_before;
                     let (m, mb, w2) = self.mlp_block(sim, n1, i);
@@ -1076,7 +1116,7 @@ impl<'a> Walk<'a> {
                     out = self.add(sim, x, s1);
                     sim.drop(s1);
                     sim.drop(x);
-                    (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+                    (half, mlp_bwd, max_w) = (half_figures, mb, half_figures.max_w.max(w2));
                 }
                 Layout::PreNorm | Layout::PrePostNorm | Layout::PostBranchNorm => {
                     let pre = self.layout != Layout::PostBranchNorm;
@@ -1086,7 +1126,7 @@ impl<'a> Walk<'a> {
                     } else {
                         sim.share(x)
                     };
-                    let (mut a, ab, w1) = self.attention_block(sim, n1, i);
+                    let (mut a, half_figures) = self.attention_block(sim, n1, i);
                     sim.drop(n1);
                     if post {
                         let an = self.norm(sim, a, t * h, t);
@@ -1113,7 +1153,7 @@ impl<'a> Walk<'a> {
                     out = self.add(sim, h1, m);
                     sim.drop(h1);
                     sim.drop(m);
-                    (attn_bwd, mlp_bwd, max_w) = (ab, mb, w1.max(w2));
+                    (half, mlp_bwd, max_w) = (half_figures, mb, half_figures.max_w.max(w2));
                 }
             }
         }
@@ -1140,11 +1180,6 @@ impl<'a> Walk<'a> {
                     .sum();
                 modules + params
             })
-        };
-        // RecurrentGemma's recurrent block makes all but `linear_out`'s gradients after its scan
-        let attn_later_grad_bytes = match self.spec.layers.get(i).and_then(|l| l.ssm) {
-            Some(_) if self.griffin && self.full => self.griffin_later_grad_bytes(i),
-            _ => 0,
         };
         // The MLP half runs backward first: at its peak only the down projection's gradient exists
         // in a dense MLP (the peak is the gated product's backward, before gate/up make theirs;
@@ -1193,32 +1228,11 @@ impl<'a> Walk<'a> {
         } else {
             0
         };
-        // The attention half's peak is inside the attention itself (after o_proj's backward):
-        // the q/k/v projections make their gradients after it, and a projection's weight
-        // transient comes at its own backward, so the half's transient is the larger of the two.
-        let attn_weights: Few<usize, 8> = self.layer_linears(i, Component::Attention);
+        // The attention half's peak is inside the attention itself (after o_proj's backward): a
+        // projection's weight transient comes at its own backward, so the half's transient is the
+        // larger of the two.
         let attn_weight_transient = if weight_transient > 0 {
-            attn_weights
-                .as_slice()
-                .iter()
-                .map(|&j| self.spec.tensors[j].numel())
-                .max()
-                .unwrap_or(0)
-                .saturating_mul(self.c)
-        } else {
-            0
-        };
-        let qkv_grad_bytes = if self.full && !(self.griffin && self.spec.layers[i].ssm.is_some()) {
-            attn_weights
-                .as_slice()
-                .split_last()
-                .map_or(0, |(_, inputs)| {
-                    inputs
-                        .iter()
-                        .map(|&j| self.spec.tensors[j].numel())
-                        .fold(0u64, u64::saturating_add)
-                })
-                .saturating_mul(self.p)
+            half.projection_weight_elems.saturating_mul(self.c)
         } else {
             0
         };
@@ -1229,17 +1243,13 @@ impl<'a> Walk<'a> {
             attn_autocast_saved_bytes: attn_copies,
             input_bytes,
             mlp_backward_transient_bytes: mlp_bwd.saturating_add(weight_transient),
-            attn_backward_transient_bytes: attn_bwd.max(attn_weight_transient),
+            attn_backward_transient_bytes: half.bwd.max(attn_weight_transient),
             grad_bytes,
             mlp_peak_grad_bytes,
-            attn_peak_grad_bytes: grad_bytes
-                .saturating_sub(attn_later_grad_bytes)
-                .saturating_sub(qkv_grad_bytes),
-            retained_bytes: if self.griffin && self.spec.layers[i].ssm.is_some() {
-                attn_saved.saturating_sub(self.griffin_output_branch_bytes)
-            } else {
-                0
-            },
+            attn_peak_grad_bytes: grad_bytes.saturating_sub(half.later_grad_bytes),
+            retained_bytes: half
+                .output_branch_bytes
+                .map_or(0, |branch| attn_saved.saturating_sub(branch)),
         };
         (out, act)
     }
@@ -1354,7 +1364,6 @@ fn profile_with(
         rope,
         gemma_norm: mt.starts_with("gemma") || mt == "recurrent_gemma",
         griffin: mt == "recurrent_gemma",
-        griffin_output_branch_bytes: 0,
         griffin_first_level_bytes: 0,
         derived: spec.derived(),
         cache: Vec::with_capacity(64),

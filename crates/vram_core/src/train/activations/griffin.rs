@@ -19,7 +19,7 @@
 //! `select_backward`, which writes a full t·L zero tensor around the slice; two full-size gradient
 //! buffers accumulate them next to the scan output's gradient.
 
-use super::{Lin, Walk};
+use super::{HalfFigures, Lin, Walk};
 use crate::error::ScenarioError;
 use crate::scenario::BaseQuant;
 use crate::spec::{Component, ModelSpec, SsmSpec};
@@ -40,15 +40,15 @@ pub(super) fn check(spec: &ModelSpec, quant: BaseQuant) -> Result<(), ScenarioEr
 }
 
 impl Walk<'_> {
-    /// One recurrent temporal block on the normed input `n`. Returns (output of `linear_out`,
-    /// backward transient, largest weight elements).
+    /// One recurrent temporal block on the normed input `n`. Returns the output of `linear_out`
+    /// and the half's figures.
     pub(super) fn griffin_block(
         &mut self,
         sim: &mut Sim,
         n: V,
         i: usize,
         ssm: &SsmSpec,
-    ) -> (V, u64, u64) {
+    ) -> (V, HalfFigures) {
         let (b, s, t) = (self.b, self.s, self.t);
         let spec = self.spec;
         let width = ssm.d_inner;
@@ -57,7 +57,7 @@ impl Walk<'_> {
         let lins = self.layer_linears(i, Component::Mixer);
         let [yj, xj, oj] = match lins.as_slice() {
             [y, x, o] => [*y, *x, *o],
-            _ => return (sim.share(n), 0, 0),
+            _ => return (sim.share(n), HalfFigures::default()),
         };
         let (ly, lx, lo): (Lin, Lin, Lin) = (
             self.lin(&spec.tensors[yj]),
@@ -223,14 +223,35 @@ impl Walk<'_> {
         let o = self.linear(sim, prod, lo, t);
         sim.drop(prod);
         output_branch += sim.saved_bytes() - before_out;
-        self.griffin_output_branch_bytes = output_branch;
         // backward of the scan: two full t·L gradient buffers (the gate's, the input's) and one
         // new full slice tensor at a time, next to the scan output's gradient
         let scan = tl
             .saturating_mul(4)
             .saturating_mul(3)
             .saturating_add(tl.saturating_mul(e));
-        (o, scan, max_w)
+        // all but `linear_out`'s gradient come after the scan's backward
+        let later_grad_bytes = if full {
+            self.layer_tensor_ids(i)
+                .iter()
+                .map(|&j| &spec.tensors[j])
+                .filter(|t| t.component == Component::Mixer)
+                .map(|t| t.numel())
+                .fold(0u64, u64::saturating_add)
+                .saturating_sub(lo.in_f.saturating_mul(lo.out_f))
+                .saturating_mul(self.p)
+        } else {
+            0
+        };
+        (
+            o,
+            HalfFigures {
+                bwd: scan,
+                max_w,
+                projection_weight_elems: 0,
+                later_grad_bytes,
+                output_branch_bytes: Some(output_branch),
+            },
+        )
     }
 }
 
@@ -258,32 +279,12 @@ impl Walk<'_> {
         }
     }
 
-    /// Gradients of recurrent layer `i` that its backward makes after the scan: every mixer
-    /// parameter's but `linear_out`'s weight (`phases` counts the rest at the half's peak).
-    pub(super) fn griffin_later_grad_bytes(&self, i: usize) -> u64 {
-        let spec = self.spec;
-        let mixer = self.layer_linears(i, Component::Mixer);
-        let out = mixer
-            .as_slice()
-            .last()
-            .map_or(0, |&j| spec.tensors[j].numel());
-        self.layer_tensor_ids(i)
-            .iter()
-            .map(|&j| &spec.tensors[j])
-            .filter(|t| t.component == Component::Mixer)
-            .map(|t| t.numel())
-            .fold(0u64, u64::saturating_add)
-            .saturating_sub(out)
-            .saturating_mul(self.p)
-    }
-
     /// RecurrentGemma's rotary embedding, computed in each attention layer
     /// (`self.rotary_emb(value_states, position_ids)`) over the first half of each head
     /// (`partial_rotary_factor` 0.5): `q_rot * cos + rotate_half(q_rot) * sin`, concatenated back
     /// with the untouched half. `cos`/`sin` (s × rot) are saved by this layer's products. Returns
     /// the rotated tensor (a new one, `elems` long).
-    pub(super) fn griffin_rotary(&mut self, sim: &mut Sim, x: V, elems: u64, tables: (V, V)) -> V {
-        let _ = tables;
+    pub(super) fn griffin_rotary(&mut self, sim: &mut Sim, x: V, elems: u64) -> V {
         let rot = elems / 2;
         let e = sim.elem(x);
         let a = sim.alloc(rot, e, x.rg);
