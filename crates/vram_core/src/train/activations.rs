@@ -738,6 +738,9 @@ impl<'a> Walk<'a> {
     }
 
     fn rotary(&self, sim: &mut Sim, x: V, elems: u64) -> V {
+        if self.griffin {
+            return self.griffin_rotary(sim, x, elems);
+        }
         // q*cos (promoted to the dtype of cos = the hidden states' dtype), rotate_half, *sin, add.
         let e = sim.elem(x).max(self.p);
         let a = sim.alloc(elems, e, x.rg);
@@ -826,23 +829,20 @@ impl<'a> Walk<'a> {
             q = qn;
             k = kn;
         }
-        if self.rope && self.griffin {
-            let tables = self.griffin_rotary_tables(sim, a.head_dim, sim.elem(v0));
-            let qr = self.griffin_rotary(sim, q, q_elems);
-            sim.drop(q);
-            let kr = self.griffin_rotary(sim, k, k_elems);
-            sim.drop(k);
-            q = qr;
-            k = kr;
-            sim.drop(tables.0);
-            sim.drop(tables.1);
-        } else if self.rope {
+        if self.rope {
+            // RecurrentGemma makes its cos/sin tables in each attention layer
+            let tables = self
+                .griffin
+                .then(|| self.griffin_rotary_tables(sim, a.head_dim, sim.elem(v0)));
             let qr = self.rotary(sim, q, q_elems);
             sim.drop(q);
             let kr = self.rotary(sim, k, k_elems);
             sim.drop(k);
             q = qr;
             k = kr;
+            for table in tables.into_iter().flat_map(|(c, s)| [c, s]) {
+                sim.drop(table);
+            }
         }
         let (o, bwd) = self.attention_core(sim, q, k, v0, &a);
         sim.drop(q);

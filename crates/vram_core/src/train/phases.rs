@@ -168,11 +168,9 @@ pub fn backward_peak_parts(
             } else {
                 (l.saved_bytes, l.autocast_saved_bytes)
             };
-            let grad = if grads_at_start == 0 {
-                scale(l.grad_bytes)
-            } else {
-                0
-            };
+            // gradients this backward makes (none when they exist already: accumulation)
+            let made = |bytes: u64| if grads_at_start == 0 { scale(bytes) } else { 0 };
+            let grad = made(l.grad_bytes);
             let own = if prof.checkpointing {
                 l.saved_bytes.saturating_add(l.input_bytes)
             } else {
@@ -184,19 +182,11 @@ pub fn backward_peak_parts(
                 l.attn_saved_bytes
             };
             // the MLP half runs backward first, with only its share of the layer's gradients
-            let mlp_grad = if grads_at_start == 0 {
-                scale(l.mlp_peak_grad_bytes.min(l.grad_bytes))
-            } else {
-                0
-            };
+            let mlp_grad = made(l.mlp_peak_grad_bytes.min(l.grad_bytes));
             let mlp_peak = own
                 .saturating_add(l.mlp_backward_transient_bytes)
                 .saturating_sub(grad.saturating_sub(mlp_grad));
-            let attn_grad = if grads_at_start == 0 {
-                scale(l.attn_peak_grad_bytes.min(l.grad_bytes))
-            } else {
-                0
-            };
+            let attn_grad = made(l.attn_peak_grad_bytes.min(l.grad_bytes));
             let attn_peak = attn_own
                 .saturating_add(l.attn_backward_transient_bytes)
                 .saturating_sub(grad.saturating_sub(attn_grad));

@@ -284,7 +284,7 @@ impl Walk<'_> {
     /// (`partial_rotary_factor` 0.5): `q_rot * cos + rotate_half(q_rot) * sin`, concatenated back
     /// with the untouched half. `cos`/`sin` (s × rot) are saved by this layer's products. Returns
     /// the rotated tensor (a new one, `elems` long).
-    pub(super) fn griffin_rotary(&mut self, sim: &mut Sim, x: V, elems: u64) -> V {
+    pub(super) fn griffin_rotary(&self, sim: &mut Sim, x: V, elems: u64) -> V {
         let rot = elems / 2;
         let e = sim.elem(x);
         let a = sim.alloc(rot, e, x.rg);
@@ -303,7 +303,7 @@ impl Walk<'_> {
 
     /// The layer's `cos`/`sin` tables (1, s, rot) in the hidden states' dtype, saved by its
     /// rotary products.
-    pub(super) fn griffin_rotary_tables(&mut self, sim: &mut Sim, head_dim: u64, e: u64) -> (V, V) {
+    pub(super) fn griffin_rotary_tables(&self, sim: &mut Sim, head_dim: u64, e: u64) -> (V, V) {
         let rot = head_dim / 2;
         let n = self.s.saturating_mul(rot);
         let freqs = sim.alloc(n / 2, 4, false);
