@@ -204,10 +204,13 @@ impl Walk<'_> {
         if cross && biases.cross.is_none() {
             biases.cross = Some(sim.alloc(heads.saturating_mul(s).saturating_mul(s), ce, false));
         }
-        let has_table = spec.tensors.iter().any(|x| {
-            x.component == Component::PositionEmbedding && x.name.starts_with(stack.prefix())
-        });
-        if !cross && biases.position.is_none() && has_table {
+        // (the stack's relative-attention table is looked up only until the bias exists)
+        let has_table = || {
+            spec.tensors.iter().any(|x| {
+                x.component == Component::PositionEmbedding && x.name.starts_with(stack.prefix())
+            })
+        };
+        if !cross && biases.position.is_none() && has_table() {
             // `_relative_position_bucket`: int64 and fp32 s² temporaries, three at a time.
             let s2 = s.saturating_mul(s);
             sim.transient(s2.saturating_mul(8).saturating_mul(3));
