@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates docs/measurements/ranks/*.json: per-rank CPU measurements of FSDP2 layouts under
-# torchrun (issue 10), then their README table (scripts/ranks-summary.py).
-#   scripts/measure-ranks.sh            # env: VRAM (binary), VRAM_PYTHON, OUT_DIR
+# Regenerates docs/measurements/ranks/*.json: per-rank CPU measurements of FSDP2 and of
+# transformers' tensor parallelism under torchrun (issue 10), then their README table
+# (scripts/ranks-summary.py).
+#   scripts/measure-ranks.sh [REGEX]    # env: VRAM (binary), VRAM_PYTHON, OUT_DIR; REGEX: case ids to run
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -13,16 +14,31 @@ if [ -z "${VRAM:-}" ]; then
   VRAM="$(mktemp -d)/vram"
   cp target/debug/vram "$VRAM"
 fi
+ONLY="${1:-.}"
 run() {
   local id=$1; shift
+  [[ "$id" =~ $ONLY ]] || return 0
   echo "== $id" >&2
-  nice -n 10 "$VRAM" measure "$@" --device cpu --fsdp2 --json "$OUT_DIR/$id.json" >/dev/null
+  nice -n 10 "$VRAM" measure "$@" --device cpu --json "$OUT_DIR/$id.json" >/dev/null
 }
-run smollm2-4l-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 2
-run smollm2-4l-fsdp2-n4-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 4
-run smollm2-4l-untied-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 2
-run smollm2-8l-fsdp2-n2-fp32-adamw-b2-s256 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=8 --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 256 --nproc 2
-run qwen2-0.5b-2l-fsdp2-n2-fp32-adamw-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 2
-run qwen2-0.5b-2l-fsdp2-n4-fp32-sgd-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer sgd-momentum --batch 1 --seq 64 --nproc 4
-run tinyllama-2l-fsdp2-n2-fp32-adamw-b1-s64 $P/TinyLlama__TinyLlama-1.1B-Chat-v1.0.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 2
+fsdp2() { local id=$1; shift; run "$id" "$@" --fsdp2; }
+# transformers' own tensor parallelism: the model's tp_plan over every rank
+tp() { local id=$1 n=$2; shift 2; run "$id" "$@" --framework hf --tp "$n" --nproc "$n"; }
+fsdp2 smollm2-4l-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 2
+fsdp2 smollm2-4l-fsdp2-n4-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 4
+fsdp2 smollm2-4l-untied-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 2
+fsdp2 smollm2-8l-fsdp2-n2-fp32-adamw-b2-s256 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=8 --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 256 --nproc 2
+fsdp2 qwen2-0.5b-2l-fsdp2-n2-fp32-adamw-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 2
+fsdp2 qwen2-0.5b-2l-fsdp2-n4-fp32-sgd-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer sgd-momentum --batch 1 --seq 64 --nproc 4
+fsdp2 tinyllama-2l-fsdp2-n2-fp32-adamw-b1-s64 $P/TinyLlama__TinyLlama-1.1B-Chat-v1.0.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 2
+T=$P/TinyLlama__TinyLlama-1.1B-Chat-v1.0.json
+S=$P/HuggingFaceTB__SmolLM2-135M-Instruct.json
+tp tinyllama-2l-untied-tp2-fp32-adamw-b1-s64 2 $T --set num_hidden_layers=2 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
+tp tinyllama-2l-tied-tp2-fp32-adamw-b1-s64 2 $T --set num_hidden_layers=2 --set tie_word_embeddings=true --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
+tp tinyllama-2l-untied-tp4-fp32-adamw-b2-s128 4 $T --set num_hidden_layers=2 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 128
+tp tinyllama-2l-untied-tp2-mixed-adamw-b2-s128-eager 2 $T --set num_hidden_layers=2 --set tie_word_embeddings=false --dtype fp32 --mixed-precision bf16 --optimizer adamw --batch 2 --seq 128 --attention eager
+tp qwen2-0.5b-2l-tp2-fp32-adamw-b1-s64 2 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
+tp smollm2-4l-tp3-fp32-adamw-b1-s128 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128
+tp smollm2-4l-tp3-mixed-adamw-b2-s256 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision bf16 --optimizer adamw --batch 2 --seq 256
+tp smollm2-4l-tp3-bf16-sgd-b2-s256-ckpt 3 $S --set num_hidden_layers=4 --dtype bf16 --mixed-precision none --optimizer sgd-momentum --batch 2 --seq 256 --grad-checkpointing
 python3 scripts/ranks-summary.py "$OUT_DIR"

@@ -493,13 +493,57 @@ def init_distributed(torch, device):
 
 
 def apply_layout(torch, model, scenario, notes):
+    """The distributed layout of `vram measure --nproc N`: transformers' own tensor parallelism
+    (`--tp`), or FSDP2 `fully_shard` on every decoder layer and then the root (`--fsdp2`)."""
+    layout = scenario.get("layout") or {}
+    tp = int(layout.get("tp", 1))
+    if tp > 1:
+        if layout.get("fsdp2") or tp != distributed_world()[1]:
+            raise ProbeFailure("unsupported_scenario",
+                               "distributed measurement runs tensor parallelism over every rank "
+                               "(--tp N with --nproc N); TP × FSDP2 is estimate-only")
+        return apply_tensor_parallel(torch, model, tp, notes)
+    if not layout.get("fsdp2"):
+        raise ProbeFailure("unsupported_scenario",
+                           "distributed measurement supports FSDP2 (--fsdp2) and transformers' tensor "
+                           "parallelism (--framework hf --tp N); PP is estimate-only")
+    return apply_fsdp2(model, layout, notes)
+
+
+def apply_tensor_parallel(torch, model, tp, notes):
+    """Tensor parallelism as `from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))`
+    applies it (transformers/distributed/mixin.py `maybe_distribute_model`): the model's resolved
+    `tp_plan` (colwise q/k/v/gate/up, rowwise o/down, vocab-parallel embedding, `lm_head` gathered)
+    through `apply_tensor_parallelism`, then the tied weights tied again as loading does. A tied
+    `lm_head.weight` is not a parameter of its own, so its entry is left to the tie."""
+    try:
+        from torch.distributed.device_mesh import init_device_mesh
+        from transformers.distributed.configuration_utils import DistributedConfig
+        from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+    except ImportError as e:
+        raise ProbeFailure("missing_package",
+                           "tensor parallelism needs transformers >= 5.20 (transformers.distributed): %s" % e)
+    device_type = next(model.parameters()).device.type
+    mesh = init_device_mesh(device_type, (tp,))
+    try:
+        plan, _, _ = model._resolve_parallel_plans(DistributedConfig(tp_size=tp))
+    except ValueError as e:
+        raise ProbeFailure("unsupported_architecture", "transformers' tp_plan: %s" % str(e).splitlines()[0])
+    params = dict(model.named_parameters())
+    modules = dict(model.named_modules())
+    plan = {k: v for k, v in plan.items() if k in params or k in modules}
+    apply_tensor_parallelism(model, mesh, plan)
+    model.tie_weights()
+    notes.append("transformers tensor parallelism over %d ranks: %d planned modules (%s)"
+                 % (tp, sum(1 for k in plan if k in modules),
+                    ", ".join(sorted(set(plan.values())))))
+    return model
+
+
+def apply_fsdp2(model, layout, notes):
     """FSDP2 `fully_shard` on every decoder layer and then the root (the HF accelerate / torchtitan
     wrapping), with torch's defaults: reshard after forward, no mixed-precision policy (the
     scenario's dtype and autocast apply as on one GPU)."""
-    layout = scenario.get("layout") or {}
-    if not layout.get("fsdp2"):
-        raise ProbeFailure("unsupported_scenario",
-                           "distributed measurement supports FSDP2 layouts (--fsdp2); TP and PP are estimate-only")
     from torch.distributed.fsdp import fully_shard
     layers = None
     for path in ("model.layers", "model.decoder.layers", "transformer.h", "gpt_neox.layers", "layers"):
@@ -555,6 +599,19 @@ def apply_lora(model, lora, notes, head="causal-lm"):
     notes.append("LoRA target modules: %s" % sorted(resolved) if isinstance(resolved, (set, list)) else
                  "LoRA target modules: %s" % resolved)
     return model, int(trainable), int(total), peft.__version__
+
+
+def param_groups_by_mesh(params):
+    """One optimizer group per device mesh, as HF Trainer builds them when parameters are spread
+    over meshes (`has_mixed_dtensor`, trainer.py): tensor parallelism leaves the norms plain
+    tensors, and a foreach step cannot mix them with DTensors. One group otherwise."""
+    by_mesh = {}
+    for p in params:
+        mesh = getattr(p, "device_mesh", None)
+        by_mesh.setdefault(id(mesh) if mesh is not None else None, []).append(p)
+    if len(by_mesh) == 1:
+        return params
+    return [{"params": ps} for ps in by_mesh.values()]
 
 
 def make_optimizer(torch, name, params, device_type):
@@ -656,7 +713,7 @@ def run_train(torch, model, head, scenario, device, tracker, measured, autocast)
     params = [p for p in model.parameters() if p.requires_grad]
     trainable_bytes = sum(p.numel() * p.element_size() for p in params)
     measured["trainable_bytes"] = trainable_bytes
-    opt, impl = make_optimizer(torch, scenario.get("optimizer", "adamw"), params, device.type)
+    opt, impl = make_optimizer(torch, scenario.get("optimizer", "adamw"), param_groups_by_mesh(params), device.type)
     measured["optimizer_impl"] = impl
     scaler = None
     if scenario.get("mixed_precision") == "fp16":

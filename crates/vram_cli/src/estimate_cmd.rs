@@ -29,7 +29,8 @@ pub fn run(a: &EstimateArgs) -> anyhow::Result<ExitCode> {
     let mut scenario = a.scenario.to_scenario(mode)?;
     a.serving.apply(&mut scenario)?;
     if mode == Mode::Train {
-        a.layout.apply(&mut scenario, a.serving.tp)?;
+        a.layout
+            .apply(&mut scenario, a.serving.tp, a.train && !a.infer)?;
     }
     // `--pp` is also vLLM's `--pipeline-parallel-size` for the inference budget.
     if let (true, Some(pp)) = (a.infer, a.layout.pp) {

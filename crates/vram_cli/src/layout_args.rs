@@ -105,8 +105,14 @@ pub struct LayoutArgs {
 }
 
 impl LayoutArgs {
-    /// Applies the flags given to `s.layout` (and `s.gpus`, `s.batch`), with `tp` from `--tp`.
-    pub fn apply(&self, s: &mut Scenario, tp: Option<u64>) -> anyhow::Result<()> {
+    /// Applies the flags given to `s.layout` (and `s.gpus`, `s.batch`), with `tp` from `--tp`;
+    /// `training_only`: no serving estimate shares `--tp`, so it is the training layout's.
+    pub fn apply(
+        &self,
+        s: &mut Scenario,
+        tp: Option<u64>,
+        training_only: bool,
+    ) -> anyhow::Result<()> {
         let l = &mut s.layout;
         if let Some(f) = self.framework {
             l.framework = match f {
@@ -131,9 +137,12 @@ impl LayoutArgs {
         } else if self.nodes.is_some() && s.gpus == 1 {
             anyhow::bail!("--nodes needs --gpus-per-node (or --gpus for the total)");
         }
-        // `--tp` is vLLM's tensor parallelism unless a framework that trains with TP is named
-        // (HF Trainer runs data parallel only), so `--train --infer --tp 2` keeps meaning vLLM.
-        if let Some(t) = tp.filter(|_| l.framework != Framework::Hf) {
+        // `--tp` is vLLM's tensor parallelism when a serving estimate shares it, unless a
+        // framework is named for training (`--framework hf` is transformers' own `tp_plan`), so
+        // `--train --infer --tp 2` keeps meaning vLLM.
+        if let Some(t) =
+            tp.filter(|_| training_only || l.framework != Framework::Hf || self.framework.is_some())
+        {
             l.tp = t;
         }
         let set = |dst: &mut u64, v: Option<u64>| {

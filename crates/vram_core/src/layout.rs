@@ -306,10 +306,10 @@ impl Layout {
             ));
         }
         let dp = self.dp(gpus);
-        if self.framework == Framework::Hf && (self.tp > 1 || self.pp > 1 || self.cp > 1) {
+        if self.framework == Framework::Hf && (self.pp > 1 || self.cp > 1) {
             return Err(invalid(
                 "framework",
-                "megatron or torchtitan for tensor, pipeline or context parallelism (HF Trainer runs data parallel: DeepSpeed ZeRO or FSDP2)",
+                "megatron or torchtitan for pipeline or context parallelism (HF transformers trains with data parallelism and its own tensor parallelism)",
                 "hf",
             ));
         }

@@ -433,6 +433,11 @@ pub struct ModelSpec {
     /// config ([`crate::checkpoint`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Box<crate::checkpoint::CheckpointCount>>,
+    /// The size of the tensor-parallel group when this spec is one rank's part of the model under
+    /// transformers' own tensor parallelism ([`crate::train::hf_tp::rank_spec`]): its tensors
+    /// and layer widths are that rank's shards. 0 (not serialised) for a whole model.
+    #[serde(skip)]
+    pub tensor_parallel: u64,
     /// Facts derived from the fields above on first use ([`ModelSpec::derived`]); not serialised.
     #[serde(skip)]
     pub derived: crate::derived::DerivedCache,

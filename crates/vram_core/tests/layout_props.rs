@@ -187,3 +187,67 @@ proptest! {
         }
     }
 }
+
+/// Dense models transformers' llama-family tensor-parallel plan splits, with TP sizes dividing
+/// their heads and K/V heads.
+const HF_TP_MODELS: &[(&str, &[u64])] = &[
+    ("meta-llama__Llama-2-7b-hf", &[1, 2, 4, 8]),
+    ("meta-llama__Llama-3.1-8B", &[1, 2, 4, 8]),
+    ("HuggingFaceTB__SmolLM2-135M-Instruct", &[1, 3]),
+    ("Qwen__Qwen2-0.5B-Instruct", &[1, 2]),
+];
+
+fn hf_tp(tp: u64, batch: u64, seq_len: u64, mixed: bool) -> Scenario {
+    Scenario {
+        dtype: Dtype::Fp32,
+        mixed_precision: if mixed {
+            MixedPrecision::Bf16
+        } else {
+            MixedPrecision::None
+        },
+        batch,
+        seq_len,
+        gpus: tp,
+        layout: Layout {
+            framework: Framework::Hf,
+            tp,
+            ..Layout::default()
+        },
+        ..Scenario::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// transformers' tensor parallelism: a larger TP group never adds to a rank's model states
+    /// (the embedding's gradient stays whole, everything else shrinks), the ranks together hold
+    /// at least one GPU's, and longer sequences never shrink a rank.
+    #[test]
+    fn hf_tensor_parallelism_shards_without_losing_bytes(
+        model in 0..HF_TP_MODELS.len(),
+        i in 0usize..4,
+        batch in 1u64..3,
+        seq_len in 16u64..1024,
+        mixed in any::<bool>(),
+    ) {
+        let (id, tps) = HF_TP_MODELS[model];
+        let m = spec(id);
+        let i = i % tps.len();
+        prop_assume!(i + 1 < tps.len());
+        let (a, b) = (tps[i], tps[i + 1]);
+        let few = est(&m, &hf_tp(a, batch, seq_len, mixed));
+        let more = est(&m, &hf_tp(b, batch, seq_len, mixed));
+        prop_assert!(persistent(&more).iter().max() <= persistent(&few).iter().max());
+        prop_assert!(more.peak_allocated_bytes <= few.peak_allocated_bytes);
+        let one = est(&m, &hf_tp(1, batch, seq_len, mixed));
+        let total: u64 = more
+            .ranks
+            .iter()
+            .map(|r| (r.weights_bytes + r.gradients_bytes + r.optimizer_bytes) * r.count)
+            .sum();
+        prop_assert!(total >= persistent(&one)[0]);
+        let longer = est(&m, &hf_tp(b, batch, seq_len + 64, mixed));
+        prop_assert!(longer.peak_allocated_bytes >= more.peak_allocated_bytes);
+    }
+}

@@ -158,9 +158,83 @@ fn bad_layouts_name_the_flag_and_the_constraint() {
             .to_string(),
         "ep: expected a divisor of the 8 experts, found 3"
     );
-    let mut hf_tp = megatron(2, 2, 1);
-    hf_tp.layout.framework = Framework::Hf;
-    assert!(err(&hf_tp).starts_with("framework: expected megatron or torchtitan"));
+    let mut hf_pp = megatron(2, 1, 2);
+    hf_pp.layout.framework = Framework::Hf;
+    assert!(err(&hf_pp).starts_with("framework: expected megatron or torchtitan"));
+    // transformers' tensor parallelism: only what its llama-family plan splits, without LoRA
+    let gpt2 = spec("openai-community__gpt2");
+    let mut hf_tp = hf_tensor_parallel(2);
+    let e = estimate_training(&gpt2, &hf_tp, &DeviceOverheads::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("tp: expected with --framework hf, a model that transformers' llama-family tensor-parallel plan splits"),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("found model_type \"gpt2\" with a PositionEmbedding tensor \"transformer.wpe.weight\" the plan does not cover"),
+        "{e}"
+    );
+    hf_tp.lora = Some(Lora {
+        r: 8,
+        alpha: 16,
+        targets: LoraTargets::default(),
+        base_quant: BaseQuant::None,
+    });
+    let e = err(&hf_tp);
+    assert!(
+        e.starts_with("lora: expected no LoRA with --framework hf --tp"),
+        "{e}"
+    );
+}
+
+fn hf_tensor_parallel(tp: u64) -> Scenario {
+    Scenario {
+        dtype: Dtype::Fp32,
+        mixed_precision: MixedPrecision::None,
+        optimizer: Optimizer::Adamw,
+        batch: 1,
+        seq_len: 512,
+        gpus: tp,
+        layout: Layout {
+            framework: Framework::Hf,
+            tp,
+            ..Layout::default()
+        },
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn hf_tensor_parallel_splits_layers_and_vocabulary_and_keeps_the_embedding_gradient_whole() {
+    // TinyLlama-1.1B (untied, V 32,000, h 2048, 22 layers, 32 heads / 4 K/V heads × 64, ffn 5632)
+    // under transformers' tp_plan at TP 2. One layer: q 4,194,304 + k 524,288 + v 524,288 +
+    // o 4,194,304 + 3 × 11,534,336 = 44,040,192, halved = 22,020,096, plus its two norms 4,096
+    // whole = 22,024,192; × 22 = 484,532,224. Embedding and lm_head: 32,000 · 2048 / 2 =
+    // 32,768,000 each; final norm 2,048. Per rank: 550,070,272 parameters.
+    let e = train(
+        "TinyLlama__TinyLlama-1.1B-Chat-v1.0",
+        &hf_tensor_parallel(2),
+    );
+    assert_eq!(e.ranks.len(), 1);
+    let r = &e.ranks[0];
+    assert_eq!((r.count, r.params), (2, 550_070_272));
+    assert_eq!(r.weights_bytes, 550_070_272 * 4);
+    // DTensor computes the embedding's gradient whole (Replicate): + 32,768,000 elements
+    assert_eq!(r.gradients_bytes, (550_070_272 + 32_768_000) * 4);
+    assert_eq!(r.optimizer_bytes, 550_070_272 * 8);
+    // each rank runs 16 of the 32 heads: the layers' saved tensors are those of the half-width
+    // model, never more than one GPU's
+    let one = train(
+        "TinyLlama__TinyLlama-1.1B-Chat-v1.0",
+        &Scenario {
+            gpus: 1,
+            layout: Layout::default(),
+            ..hf_tensor_parallel(2)
+        },
+    );
+    assert!(r.activations_bytes < one.activations_bytes);
+    assert!(r.peak_allocated_bytes < one.peak_allocated_bytes);
 }
 
 #[test]

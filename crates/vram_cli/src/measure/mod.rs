@@ -61,9 +61,13 @@ pub struct MeasureArgs {
     /// Show the probe's other stderr output too.
     #[arg(long)]
     pub verbose: bool,
-    /// Processes (ranks) to launch under torchrun (`--fsdp2` layouts): every rank is measured.
+    /// Processes (ranks) to launch under torchrun (`--fsdp2` or `--tp` layouts): every rank is
+    /// measured.
     #[arg(long, default_value_t = 1)]
     pub nproc: u64,
+    /// Tensor-parallel size under torchrun: transformers' own `tp_plan` over `--nproc` ranks.
+    #[arg(long)]
+    pub tp: Option<u64>,
     #[command(flatten)]
     pub scenario: ScenarioArgs,
     #[command(flatten)]
@@ -84,7 +88,8 @@ pub fn parse_device(s: &str) -> anyhow::Result<String> {
 /// Refuses, before starting Python, the scenario parts one process on one device cannot run.
 pub fn check_measurable(s: &Scenario) -> anyhow::Result<()> {
     let mut not = Vec::new();
-    let distributed = s.layout.fsdp2 && s.layout.framework == vram_core::layout::Framework::Hf;
+    let distributed = (s.layout.fsdp2 || s.layout.tp > 1)
+        && s.layout.framework == vram_core::layout::Framework::Hf;
     if s.gpus != 1 && !distributed {
         not.push(format!("--gpus {}", s.gpus));
     }
@@ -192,16 +197,17 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if a.nproc > 1 {
         scenario.gpus = a.nproc;
     }
-    a.layout.apply(&mut scenario, None)?;
-    if a.nproc > 1 && !scenario.layout.fsdp2 {
+    a.layout.apply(&mut scenario, a.tp, true)?;
+    let distributed = scenario.layout.fsdp2 || scenario.layout.tp > 1;
+    if a.nproc > 1 && !distributed {
         anyhow::bail!(
-            "--nproc {}: distributed measurement runs FSDP2 layouts; add --fsdp2",
+            "--nproc {}: distributed measurement runs FSDP2 (--fsdp2) or tensor-parallel (--tp) layouts",
             a.nproc
         );
     }
-    if scenario.layout.fsdp2 && scenario.gpus != a.nproc {
+    if distributed && scenario.gpus != a.nproc {
         anyhow::bail!(
-            "--fsdp2: expected --nproc N to launch the {} ranks, found --nproc {}",
+            "--nproc: expected {} to launch every rank of the layout, found {}",
             scenario.gpus,
             a.nproc
         );

@@ -103,6 +103,7 @@ fn spec(
         tensors: b.tensors,
         gguf: None,
         checkpoint: None,
+        tensor_parallel: 0,
         derived: Default::default(),
         warnings: Vec::new(),
     }

@@ -538,6 +538,7 @@ pub(crate) fn decoder(
         tensors: b.tensors,
         gguf: None,
         checkpoint: None,
+        tensor_parallel: 0,
         derived: Default::default(),
         warnings,
     })

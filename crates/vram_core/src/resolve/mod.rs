@@ -211,6 +211,7 @@ pub(crate) fn decoder_only_spec(
         tensors,
         gguf: None,
         checkpoint: None,
+        tensor_parallel: 0,
         derived: Default::default(),
         warnings: Vec::new(),
     }

@@ -1579,12 +1579,24 @@ fn run(w: &mut Walk<'_>, checkpointing: bool, lora_kind: &[usize]) -> Activation
         final_norm_saved = sim.saved_bytes() - before_head;
         let head = Lin {
             in_f: h,
-            out_f: vocab,
+            out_f: super::hf_tp::local_vocab(w.spec),
             trainable: w.full,
             lora_r: None,
             quantized: false,
         };
         let mut logits = w.linear(&mut sim, n, head, t);
+        if w.spec.tensor_parallel > 1 {
+            // transformers' `colwise_gather_output` lm_head: this rank's vocabulary columns of the
+            // logits, then `redistribute(Replicate())`, an all-gather along the last dimension
+            // (`funcol.all_gather_tensor`: gathered along dim 0 into a flat t·V buffer, then
+            // `torch.cat` of its chunks along the last dimension, a second t·V tensor); the local
+            // part and the flat buffer are freed once the whole logits exist.
+            let flat = sim.alloc(t * vocab, w.c, false);
+            let whole = sim.alloc(t * vocab, w.c, true);
+            sim.drop(flat);
+            sim.drop(logits);
+            logits = whole;
+        }
         if w.spec.final_logit_softcapping {
             // Gemma-2: `logits / cap`, `tanh` (saves its output), `* cap`, each a new tensor
             let divided = sim.alloc(t * vocab, w.c, true);

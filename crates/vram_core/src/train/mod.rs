@@ -9,6 +9,7 @@
 pub mod activations;
 pub mod allocator;
 mod few;
+pub mod hf_tp;
 pub mod lora;
 mod parallel;
 pub mod persistent;
@@ -328,6 +329,17 @@ fn compute(
                 .saturating_mul(precision.param_bytes);
             if !head_is_tied {
                 incoming
+            } else if spec.tensor_parallel > 1 {
+                // transformers' tensor parallelism (`hf_tp`): the dense gradient is computed
+                // whole (DTensor `Replicate()`), and adding it to the lm_head's vocabulary-sharded
+                // gradient first copies out this rank's rows of it, then sums out of place: whole
+                // V·H + 2 × (V / tp)·H beyond the gradients (measured: TinyLlama 2 layers tied at
+                // tp 2, SmolLM2 4 layers at tp 3, fp32).
+                let local = hf_tp::local_vocab(spec)
+                    .saturating_mul(spec.hidden_size)
+                    .saturating_mul(grad_elem);
+                vh.saturating_mul(grad_elem)
+                    .saturating_add(local.saturating_mul(2))
             } else if precision.autocast {
                 vh.saturating_mul(4).saturating_add(incoming)
             } else {
@@ -367,7 +379,10 @@ fn compute(
             }
         },
         head_grad_bytes: if full && (causal_lm_head || enc_dec) {
-            vhe
+            // one rank's vocabulary rows under tensor parallelism
+            hf_tp::local_vocab(spec)
+                .saturating_mul(spec.hidden_size)
+                .saturating_mul(grad_elem)
         } else {
             0
         },

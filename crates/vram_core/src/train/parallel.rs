@@ -53,7 +53,7 @@ impl TrainEstimate {
     }
 }
 
-fn phase_peak(phases: &[Phase], names: &[&str]) -> u64 {
+pub(super) fn phase_peak(phases: &[Phase], names: &[&str]) -> u64 {
     phases
         .iter()
         .filter(|p| names.contains(&p.name.as_str()))
@@ -71,7 +71,29 @@ pub(super) fn estimate(
 ) -> Result<TrainEstimate, ScenarioError> {
     // The HF framework: the same step on one GPU gives the activations per rank and the model
     // states that FSDP2 shards. The other frameworks are modelled from the tensors alone.
+    // Under transformers' tensor parallelism that step is the one of a rank's part of the model
+    // (its heads and MLP share, whole norms; `hf_tp`).
+    let rank_part = if scenario.layout.framework == Framework::Hf && scenario.layout.tp > 1 {
+        if scenario.lora.is_some() {
+            return Err(ScenarioError::Invalid {
+                field: "lora".into(),
+                expected: "no LoRA with --framework hf --tp (peft adapters on transformers' tensor-parallel modules are not modelled)".into(),
+                found: "LoRA".into(),
+            });
+        }
+        if scenario.zero.0 > 0 || scenario.offload_optimizer || scenario.offload_params {
+            return Err(ScenarioError::Invalid {
+                field: "zero".into(),
+                expected: "ZeRO 0 without offload with --framework hf --tp (transformers' tensor parallelism combines with FSDP2: --fsdp2)".into(),
+                found: format!("ZeRO stage {}{}", scenario.zero.0, if scenario.offload_optimizer || scenario.offload_params { " with offload" } else { "" }),
+            });
+        }
+        Some(super::hf_tp::rank_spec(spec, scenario.layout.tp)?)
+    } else {
+        None
+    };
     let single = if scenario.layout.framework == Framework::Hf {
+        let one_spec = rank_part.as_ref().unwrap_or(spec);
         let one_gpu = Scenario {
             gpus: 1,
             zero: ZeroStage(0),
@@ -81,7 +103,7 @@ pub(super) fn estimate(
             ..scenario.clone()
         };
         Some(estimate_training_counting(
-            spec, &one_gpu, overheads, counting,
+            one_spec, &one_gpu, overheads, counting,
         )?)
     } else {
         None

@@ -276,9 +276,23 @@ pub fn persistent(
             }
             _ => plain,
         };
+        // transformers' tensor parallelism: DTensor computes the vocabulary-parallel embedding's
+        // gradient whole (`embedding_dense_backward` has no vocabulary-sharded strategy, so the
+        // result is `Replicate()`), and an untied embedding keeps it as its `.grad` until the
+        // optimizer step (measured: a [V, H] gradient beside a [V / tp, H] weight). Tied, the
+        // lm_head's sharded gradient receives it (see `tied_embedding_grad_bytes`).
+        let grad_numel = if spec.tensor_parallel > 1
+            && t.component == crate::spec::Component::Embedding
+            && !spec.tie_word_embeddings
+            && t.shape.first() == Some(&super::hf_tp::local_vocab(spec))
+        {
+            numel / super::hf_tp::local_vocab(spec).max(1) * spec.vocab_size
+        } else {
+            numel
+        };
         let (grad_bytes, states) = if trainable {
             (
-                numel.saturating_mul(param_bytes),
+                grad_numel.saturating_mul(param_bytes),
                 state_tensors(opt, &t.shape, state_elem),
             )
         } else {

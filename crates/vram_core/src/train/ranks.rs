@@ -659,6 +659,18 @@ pub fn ranks(
                 layer_peak.max(ce_grad).max(reduce_scatter)
             });
         let optimizer = persistent.saturating_add(temp);
+        // transformers' tensor parallelism without FSDP2: the rank runs the one-GPU step of its
+        // part of the model (`hf_tp`), whose steady-state phases are its figures.
+        let (forward, backward, optimizer) =
+            if layout.framework == Framework::Hf && !layout.fsdp2 && tp > 1 {
+                (
+                    super::parallel::phase_peak(&single.phases, &["forward_2"]),
+                    super::parallel::phase_peak(&single.phases, &["backward_2"]),
+                    super::parallel::phase_peak(&single.phases, &["optimizer_2"]),
+                )
+            } else {
+                (forward, backward, optimizer)
+            };
         let (peak_phase, peak) = [
             ("forward", forward),
             ("backward", backward),
