@@ -484,8 +484,10 @@ pub fn component(lang: Lang, key: &str) -> String {
         ("load_transient", true) => "加载临时张量",
         ("communication", false) => "Communication buffers",
         ("communication", true) => "通信缓冲",
-        ("transient", false) => "Backward temporaries",
-        ("transient", true) => "反向临时张量",
+        // what the peak holds beyond its tensors: backward's gradient temporaries, or the
+        // optimizer step's when the peak is there
+        ("transient", false) => "Temporaries at the peak",
+        ("transient", true) => "峰值时的临时张量",
         ("model_state", false) => "Kept by the model between steps",
         ("model_state", true) => "模型在步骤间保留的张量",
         _ => return key.replace('_', " "),

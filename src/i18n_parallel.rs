@@ -8,8 +8,8 @@ pub fn layout_field(lang: Lang, key: &str) -> Option<(&'static str, &'static str
     let zh = lang == Lang::Zh;
     let (en, cn) = match key {
         "framework" => (
-            ("Framework", "Who allocates: HF Trainer (DeepSpeed / FSDP2, data parallel), Megatron-core (TP, PP, CP, EP) or torchtitan."),
-            ("框架", "由谁分配显存：HF Trainer（DeepSpeed / FSDP2，数据并行）、Megatron-core（TP、PP、CP、EP）或 torchtitan。"),
+            ("Framework", "Who allocates: HF Trainer (DeepSpeed / FSDP2 data parallel, transformers' own TP), Megatron-core (TP, PP, CP, EP) or torchtitan."),
+            ("框架", "由谁分配显存：HF Trainer（DeepSpeed / FSDP2 数据并行，transformers 自带的 TP）、Megatron-core（TP、PP、CP、EP）或 torchtitan。"),
         ),
         "tp" => (
             ("Tensor parallel (TP)", "Splits attention heads and MLP width across GPUs; keep it inside one NVLink node."),

@@ -80,12 +80,15 @@ pub fn launch_lines(model_id: &str, page: &PageScenario, model: LaunchModel) -> 
                 // Megatron-core, torchtitan and FSDP2 layouts: the core's launch configs (the
                 // same text `vram plan` prints); HF FSDP2 keeps the trainer's Python block.
                 let mut out = Vec::new();
-                if s.layout.framework == vram_core::scenario::Framework::Hf {
+                let hf = s.layout.framework == vram_core::scenario::Framework::Hf;
+                if hf {
                     out.push(training_block(model_id, s, page.task, false, model));
                 }
                 out.extend(
                     vram_core::plan::launch::training_launch(s, model_id)
                         .into_iter()
+                        // the trainer's block above already loads an HF model
+                        .filter(|l| !(hf && l.language == "python"))
                         .map(|l| LaunchBlock {
                             title: l.title,
                             language: match l.language.as_str() {
@@ -354,6 +357,10 @@ fn training_block(
     if base_quant != BaseQuant::None {
         imports.push("BitsAndBytesConfig");
     }
+    let tensor_parallel = s.layout.tp > 1;
+    if tensor_parallel {
+        imports.push("DistributedConfig");
+    }
     if args_class != "SFTConfig" {
         imports.push(args_class);
     }
@@ -387,6 +394,13 @@ fn training_block(
     ));
     if base_quant != BaseQuant::None {
         text.push_str("    quantization_config=bnb_config,\n");
+    }
+    if tensor_parallel {
+        // transformers' own tensor parallelism: each torchrun rank loads its shards
+        text.push_str(&format!(
+            "    distributed_config=DistributedConfig(tp_size={}),\n",
+            s.layout.tp
+        ));
     }
     text.push_str(")\n");
     if let Some(l) = lora {

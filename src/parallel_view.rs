@@ -119,6 +119,18 @@ fn layout_line(
         return parts.join(if zh { "，" } else { ", " });
     }
     match l.framework {
+        Framework::Hf if l.tp > 1 => {
+            parts.push(if l.fsdp2 {
+                "HF + FSDP2".into()
+            } else {
+                "HF".into()
+            });
+            parts.push(if zh {
+                format!("transformers 张量并行 {}", l.tp)
+            } else {
+                format!("transformers tensor parallel {}", l.tp)
+            });
+        }
         Framework::Hf if l.fsdp2 => parts.push("HF + FSDP2".into()),
         Framework::Hf if gpus > 1 || zero > 0 => parts.push(format!("HF + DeepSpeed ZeRO-{zero}")),
         Framework::Hf => parts.push("HF".into()),

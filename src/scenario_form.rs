@@ -428,7 +428,7 @@ fn layout_fields(state: AppState, full_training: bool) -> impl IntoView {
                 {full_training.then(|| select_field(
                     state,
                     "framework",
-                    |_| opts(&[("hf", "HF Trainer (DeepSpeed / FSDP2)"), ("megatron", "Megatron-core"), ("torchtitan", "torchtitan")]),
+                    |_| opts(&[("hf", "HF Trainer (DeepSpeed / FSDP2 / TP)"), ("megatron", "Megatron-core"), ("torchtitan", "torchtitan")]),
                     |p| framework_key(p.training().layout.framework).to_string(),
                     |p, v| {
                         let t = p.training_mut();
@@ -461,6 +461,18 @@ fn layout_fields(state: AppState, full_training: bool) -> impl IntoView {
                         fit_gpus(t);
                     },
                 ))}
+                // transformers' own tensor parallelism (full training: peft adapters on its
+                // tensor-parallel modules are not modelled)
+                {move || (full_training && framework() == Framework::Hf).then(|| number_field(state, "tp", |p| p.training().layout.tp, |p, v| {
+                    let t = p.training_mut();
+                    t.layout.tp = v;
+                    if v > 1 {
+                        t.zero = ZeroStage(0);
+                        t.offload_optimizer = false;
+                        t.offload_params = false;
+                    }
+                    fit_gpus(t);
+                }))}
                 {move || (framework() != Framework::Hf).then(|| view! {
                     {number_field(state, "tp", |p| p.training().layout.tp, |p, v| { let t = p.training_mut(); t.layout.tp = v; fit_gpus(t); })}
                     {number_field(state, "pp", |p| p.training().layout.pp, |p, v| { let t = p.training_mut(); t.layout.pp = v; fit_gpus(t); })}

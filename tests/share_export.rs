@@ -855,3 +855,32 @@ fn an_encoder_decoder_launches_as_a_seq2seq_model() {
         }
     }
 }
+
+/// Training with transformers' own tensor parallelism: the trainer's Python block loads the model
+/// with `DistributedConfig(tp_size=N)` (once: the core's Python block is not repeated) and a
+/// plain `torchrun` line launches the N ranks, without DeepSpeed.
+#[test]
+fn hf_tensor_parallel_training_loads_with_a_distributed_config_and_launches_with_torchrun() {
+    let mut p = PageScenario {
+        task: Task::Train,
+        ..PageScenario::default()
+    };
+    p.train.gpus = 2;
+    p.train.layout.tp = 2;
+    let blocks = launch_lines("meta-llama/Llama-3.1-8B", &p, LaunchModel::CAUSAL_LM);
+    let pythons: Vec<&LaunchBlock> = blocks.iter().filter(|b| b.language == "python").collect();
+    assert_eq!(pythons.len(), 1, "{blocks:?}");
+    assert!(
+        pythons[0]
+            .text
+            .contains("    distributed_config=DistributedConfig(tp_size=2),\n"),
+        "{}",
+        pythons[0].text
+    );
+    assert!(pythons[0]
+        .text
+        .contains("import AutoModelForCausalLM, DistributedConfig"));
+    let sh = block(&blocks, "sh");
+    assert_eq!(sh.text, "torchrun --nproc-per-node 2 train.py\n");
+    assert!(!blocks.iter().any(|b| b.language == "json"), "{blocks:?}");
+}

@@ -28,6 +28,21 @@ test('train: Llama-2-7B with Megatron TP 2 × PP 2 on 8 GPUs shows each stage as
   assert(launch.includes('--tensor-model-parallel-size 2') && launch.includes('--pipeline-model-parallel-size 2'), 'Megatron launch line: ' + launch);
 });
 
+test('train: Llama-3.1-8B with transformers tensor parallel 2 on 2 GPUs shows the rank vram estimate gives, with a DistributedConfig launch', async ({ page }) => {
+  await openApp(page);
+  await choosePreset(page, 'meta-llama__Llama-3.1-8B');
+  await chooseTask(page, 'train');
+  await page.click('[data-testid="layout"] > summary');
+  await typeField(page, 'tp', 2);
+  await typeField(page, 'gpus', 2);
+  const cli = cliEstimate('meta-llama__Llama-3.1-8B', ['--train', '--framework', 'hf', '--gpus', '2', '--tp', '2']);
+  assertEq(cli.train.ranks.length, 1, 'one rank kind');
+  await waitVerdictTotal(page, cli.train.max_rank_device_bytes);
+  assertEq(JSON.stringify(await rankBytes(page)), JSON.stringify(cli.train.ranks.map((r) => String(r.device_bytes))), 'rank bar = vram estimate rank');
+  const launch = await page.evaluate(() => [...document.querySelectorAll('[data-testid="launch-line"]')].map((e) => e.textContent).join('\n'));
+  assert(launch.includes('DistributedConfig(tp_size=2)') && launch.includes('torchrun --nproc-per-node 2 train.py'), 'transformers TP launch lines: ' + launch);
+});
+
 test('plan: Llama-2-7B training on up to 8 H100s lists layouts that fit with headroom on every rank; using one shows it as the verdict', async ({ page }) => {
   await openApp(page);
   await choosePreset(page, 'meta-llama__Llama-2-7b-hf');

@@ -543,3 +543,71 @@ fn planner_tries_interleaved_pipelines_and_ranks_their_smaller_bubble_first() {
         }
     }
 }
+
+#[test]
+fn planner_offers_transformers_tensor_parallelism_for_full_training_only() {
+    let spec = spec("meta-llama__Llama-3.1-8B");
+    let gpu = *vram_core::gpu_catalog::find("h100-80").unwrap();
+    let base = Scenario {
+        dtype: Dtype::Bf16,
+        mixed_precision: MixedPrecision::Bf16,
+        batch: 1,
+        seq_len: 4096,
+        ..Scenario::default()
+    };
+    let req = |task, base: Scenario| vram_core::plan::PlanRequest {
+        task,
+        base,
+        gpu,
+        gpus: 8,
+        gpus_per_node: 8,
+        global_batch: 0,
+        framework: Some(Framework::Hf),
+    };
+    let train = vram_core::plan::plan(
+        &spec,
+        &req(vram_core::plan::PlanTask::Train, base.clone()),
+        "meta-llama/Llama-3.1-8B",
+    );
+    let tp: Vec<_> = train.plans.iter().filter(|p| p.layout.tp > 1).collect();
+    assert!(!tp.is_empty());
+    for p in &tp {
+        // each is the estimate of its own layout, fits with 5 % to spare, and launches with
+        // transformers' DistributedConfig (alone) or accelerate's 2-D parallelism config
+        let mut s = base.clone();
+        s.gpus = p.gpus;
+        s.batch = p.micro_batch;
+        s.layout = p.layout.clone();
+        s.grad_checkpointing = p.layout.recompute == Recompute::Full;
+        let e = estimate_training(&spec, &s, &DeviceOverheads::default()).unwrap();
+        assert_eq!(
+            e.max_rank_device_bytes, p.max_rank_device_bytes,
+            "{}",
+            p.summary
+        );
+        assert!(p.max_rank_device_bytes * 100 <= gpu.usable_bytes * 95);
+        assert!(p
+            .summary
+            .contains(&format!("transformers tp {}", p.layout.tp)));
+        let launch: String = p.launch.iter().map(|l| l.text.as_str()).collect();
+        if p.layout.fsdp2 {
+            assert!(launch.contains(&format!("parallelism_config_tp_size: {}", p.layout.tp)));
+        } else {
+            assert!(launch.contains(&format!("DistributedConfig(tp_size={})", p.layout.tp)));
+        }
+    }
+    let mut lora = base;
+    lora.lora = Some(Lora {
+        r: 16,
+        alpha: 32,
+        targets: LoraTargets::default(),
+        base_quant: BaseQuant::None,
+    });
+    let finetune = vram_core::plan::plan(
+        &spec,
+        &req(vram_core::plan::PlanTask::Finetune, lora),
+        "meta-llama/Llama-3.1-8B",
+    );
+    assert!(!finetune.plans.is_empty());
+    assert!(finetune.plans.iter().all(|p| p.layout.tp == 1));
+}

@@ -155,12 +155,21 @@ pub fn accelerate_fsdp2_yaml(s: &Scenario) -> String {
         Dtype::Fp16 => "fp16",
         Dtype::Fp32 => "no",
     };
-    format!(
+    let mut yaml = format!(
         "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nmixed_precision: {mixed}\nnum_machines: {nodes}\nnum_processes: {}\nfsdp_config:\n  fsdp_version: 2\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_reshard_after_forward: {}\n  fsdp_state_dict_type: SHARDED_STATE_DICT\n  fsdp_activation_checkpointing: {}\n  fsdp_cpu_ram_efficient_loading: true\n",
         s.gpus.max(1),
         l.reshard_after_forward,
         s.grad_checkpointing || l.recompute == Recompute::Full,
-    )
+    );
+    if l.tp > 1 {
+        // accelerate's ParallelismConfig (a 2-D mesh: FSDP2 shards × transformers' TP)
+        yaml.push_str(&format!(
+            "parallelism_config:\n  parallelism_config_dp_shard_size: {}\n  parallelism_config_tp_size: {}\n",
+            l.dp(s.gpus.max(1)),
+            l.tp
+        ));
+    }
+    yaml
 }
 
 /// torchtitan's `[parallelism]` / `[training]` / `[activation_checkpoint]` job config.
@@ -226,6 +235,18 @@ pub fn training_launch(s: &Scenario, model_id: &str) -> Vec<LaunchText> {
                 "sh",
                 "accelerate launch --config_file fsdp2.yaml train.py\n".into(),
             ),
+        ],
+        Framework::Hf if l.tp > 1 => vec![
+            text(
+                "transformers tensor parallelism (train.py)",
+                "python",
+                format!(
+                    "from transformers import AutoModelForCausalLM, DistributedConfig\n\n# every rank loads its shards of the model's tp_plan\nmodel = AutoModelForCausalLM.from_pretrained(\n    {},\n    distributed_config=DistributedConfig(tp_size={}),\n)\n",
+                    serde_json::to_string(model_id).unwrap_or_default(),
+                    l.tp
+                ),
+            ),
+            text("Launch", "sh", format!("{} train.py\n", torchrun(s))),
         ],
         Framework::Hf => {
             let mut json =

@@ -201,15 +201,20 @@ fn summary(s: &Scenario) -> String {
         if s.gpus == 1 { "" } else { "s" }
     )];
     match l.framework {
-        Framework::Hf if l.fsdp2 => parts.push(if l.hsdp_replicas > 1 {
-            format!("HF + HSDP ({} replicas)", l.hsdp_replicas)
-        } else {
-            "HF + FSDP2".into()
-        }),
-        Framework::Hf if s.gpus > 1 || s.zero.0 > 0 => {
-            parts.push(format!("HF + DeepSpeed ZeRO-{}", s.zero.0))
+        Framework::Hf => {
+            parts.push(if l.fsdp2 && l.hsdp_replicas > 1 {
+                format!("HF + HSDP ({} replicas)", l.hsdp_replicas)
+            } else if l.fsdp2 {
+                "HF + FSDP2".into()
+            } else if (s.gpus > 1 && l.tp == 1) || s.zero.0 > 0 {
+                format!("HF + DeepSpeed ZeRO-{}", s.zero.0)
+            } else {
+                "HF".into()
+            });
+            if l.tp > 1 {
+                parts.push(format!("transformers tp {}", l.tp));
+            }
         }
-        Framework::Hf => parts.push("HF".into()),
         f => {
             parts.push(f.name().into());
             parts.push(format!(
@@ -316,6 +321,21 @@ fn training_candidates(spec: &ModelSpec, req: &PlanRequest) -> Vec<Scenario> {
                                 let mut f = base.clone();
                                 f.layout.fsdp2 = true;
                                 out.push(f);
+                            }
+                            // transformers' own tensor parallelism inside a node (full training:
+                            // not with LoRA), alone or with FSDP2 over the other ranks
+                            let Some((h, kv, _)) = heads else { continue };
+                            if req.base.lora.is_some() {
+                                continue;
+                            }
+                            for tp in divisors(n) {
+                                if tp == 1 || h % tp != 0 || kv % tp != 0 || tp > per_node {
+                                    continue;
+                                }
+                                let mut t = base.clone();
+                                t.layout.tp = tp;
+                                t.layout.fsdp2 = n / tp > 1;
+                                out.push(t);
                             }
                         }
                         Framework::Megatron | Framework::Torchtitan => {
