@@ -88,6 +88,22 @@ pub struct TrainEstimate {
     /// The parallel layout's framework (`hf`, `megatron`, `torchtitan`).
     #[serde(default)]
     pub framework: String,
+    /// Moments of the steady-state backward that a sharded layout rebuilds (not serialised).
+    #[serde(skip)]
+    pub backward_moments: BackwardMoments,
+}
+
+/// Two moments of one GPU's steady-state backward, in bytes above the weights, buffers and
+/// optimizer states: FSDP2 ranks ([`ranks`]) add their gathered groups to them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackwardMoments {
+    /// The cross-entropy's backward, the first moment: every saved tensor, the logits and the
+    /// loss's two gradient temporaries, no parameter gradient yet.
+    pub start_bytes: u64,
+    /// The embedding's backward, the last moment: every gradient, a tied embedding's second one.
+    pub end_bytes: u64,
+    /// Every parameter gradient (part of `end_bytes`).
+    pub gradients_bytes: u64,
 }
 
 fn g(n: u64) -> String {
@@ -250,6 +266,7 @@ fn data_parallel_nccl_bytes(scenario: &Scenario, overheads: &DeviceOverheads) ->
 /// The figures of a training estimate, before they are explained.
 struct Computed {
     prof: activations::ActivationProfile,
+    moments: BackwardMoments,
     figures: [phases::PhaseFigure; 7],
     peak_phase: &'static str,
     peak: u64,
@@ -408,6 +425,13 @@ fn compute(
         grad_scale_den: pers.gradients_bytes.max(1),
     };
     let figures = phases::phase_figures(&prof, &inputs);
+    let moments = BackwardMoments {
+        start_bytes: prof
+            .forward_end_bytes
+            .saturating_add(prof.ce_backward_bytes),
+        end_bytes: phases::backward_peak_parts(&prof, &inputs, 0).end_bytes,
+        gradients_bytes: shard.gradients_bytes,
+    };
     // The headline leaves out `load`: its peak holds the random-initialisation transient of
     // `from_config` (the untied lm_head) that loading a checkpoint does not allocate, and without
     // it the load phase never exceeds the step phases (docs/measure-report.md defines
@@ -430,6 +454,7 @@ fn compute(
 
     Ok(Computed {
         prof,
+        moments,
         figures,
         peak_phase,
         peak,
@@ -457,6 +482,7 @@ pub fn estimate_training_counting(
     let part = PersistentPart::of(spec, scenario)?;
     let Computed {
         prof,
+        moments,
         figures,
         peak_phase,
         peak,
@@ -754,6 +780,7 @@ pub fn estimate_training_counting(
         ranks: Vec::new(),
         max_rank_device_bytes: 0,
         framework: String::new(),
+        backward_moments: moments,
     }
     .with_plain_rank(spec, scenario, overheads))
 }

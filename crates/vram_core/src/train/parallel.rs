@@ -108,7 +108,7 @@ pub(super) fn estimate(
     } else {
         None
     };
-    let ranks = ranks::ranks(spec, scenario, overheads, single.as_ref())?;
+    let ranks = ranks::ranks(spec, scenario, overheads, single.as_ref(), counting)?;
     let counts = &spec.derived().params;
     let (trainable_params, frozen_params, param_bytes, compute_bytes, autocast) = match &single {
         Some(s) => (
@@ -348,5 +348,6 @@ pub(super) fn estimate(
         ranks,
         max_rank_device_bytes,
         framework: layout.framework.name().into(),
+        backward_moments: Default::default(),
     })
 }

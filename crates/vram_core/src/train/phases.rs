@@ -72,6 +72,9 @@ pub struct BackwardPeak {
     /// Of it, the autocast weight copies still saved (by the layers not yet processed, by the
     /// head before its backward) or re-made (by the recomputed layer).
     pub autocast_copy_bytes: u64,
+    /// The last moment, the embedding's backward, above the same base (every gradient, a tied
+    /// embedding's second gradient): what sharded layouts rebuild with their own buffers.
+    pub end_bytes: u64,
 }
 
 /// [`backward_peak`] with its parts.
@@ -240,6 +243,7 @@ pub fn backward_peak_parts(
         .saturating_add(retained);
     consider(end, grads_end, copies_below);
     BackwardPeak {
+        end_bytes: end,
         bytes: peak,
         gradients_bytes: at_peak.0.min(peak),
         autocast_copy_bytes: at_peak.1.min(peak.saturating_sub(at_peak.0)),

@@ -28,8 +28,10 @@
 //!   sharded parameters, gradients and states over the shard group; the root group (embedding,
 //!   final norm, head) gathered through the step, the layer being computed and the one prefetched
 //!   (every layer of the stage when `reshard_after_forward=False`); in backward the flat
-//!   reduce-scatter input of the largest group. Checked on CPU with `vram measure --nproc`
-//!   (docs/measurements/fsdp2-*.json).
+//!   reduce-scatter input of the largest group. With the HF framework the phases are one GPU's
+//!   step rebuilt at the moments FSDP2 peaks ([`hf_fsdp2_phases`]: each group's all-gather output
+//!   held until the next all-gather, the root's reduce-scatter at the end). Checked on CPU with
+//!   `vram measure --nproc` (docs/measurements/ranks).
 //! - NCCL: each communicator a rank joins allocates its own buffers outside PyTorch's allocator
 //!   (visible to `nvidia-smi` only): `NCCL_BUFFSIZE` (4 MiB) per channel and connection; 32 such
 //!   buffers per communicator are assumed (16 channels, send and receive).
@@ -372,6 +374,7 @@ pub fn ranks(
     scenario: &Scenario,
     overheads: &DeviceOverheads,
     single: Option<&TrainEstimate>,
+    counting: super::Counting,
 ) -> Result<Vec<RankEstimate>, ScenarioError> {
     let layout = &scenario.layout;
     let empty = TrainEstimate::default();
@@ -660,17 +663,46 @@ pub fn ranks(
             });
         let optimizer = persistent.saturating_add(temp);
         // transformers' tensor parallelism without FSDP2: the rank runs the one-GPU step of its
-        // part of the model (`hf_tp`), whose steady-state phases are its figures.
-        let (forward, backward, optimizer) =
-            if layout.framework == Framework::Hf && !layout.fsdp2 && tp > 1 {
-                (
-                    super::parallel::phase_peak(&single.phases, &["forward_2"]),
-                    super::parallel::phase_peak(&single.phases, &["backward_2"]),
-                    super::parallel::phase_peak(&single.phases, &["optimizer_2"]),
-                )
-            } else {
-                (forward, backward, optimizer)
-            };
+        // part of the model (`hf_tp`), whose steady-state phases are its figures. HF with FSDP2:
+        // that step's moments with FSDP2's gathered groups (`hf_fsdp2_phases`).
+        let (forward, backward, optimizer) = if layout.framework == Framework::Hf && layout.fsdp2 {
+            let unsharded = single.param_bytes.max(1);
+            hf_fsdp2_phases(
+                single,
+                Fsdp2Groups {
+                    root_bytes: sp_params.root.saturating_mul(unsharded),
+                    layer_bytes: sp_params.largest_layer.saturating_mul(unsharded),
+                    root_grad_bytes: if scenario.lora.is_some() {
+                        0
+                    } else {
+                        sp_params.root.saturating_mul(unsharded)
+                    },
+                    // without resharding after forward every layer stays gathered until its
+                    // backward
+                    kept_layers_bytes: if layout.reshard_after_forward {
+                        0
+                    } else {
+                        params
+                            .saturating_sub(sp_params.root)
+                            .saturating_sub(sp_params.largest_layer)
+                            .saturating_mul(unsharded)
+                    },
+                    shard: (dp / layout.hsdp_replicas.max(1))
+                        .saturating_mul(layout.cp.max(1))
+                        .max(1),
+                    gloo: counting == super::Counting::CpuExact,
+                },
+                (weights, grads, states, temp),
+            )
+        } else if layout.framework == Framework::Hf && tp > 1 {
+            (
+                super::parallel::phase_peak(&single.phases, &["forward_2"]),
+                super::parallel::phase_peak(&single.phases, &["backward_2"]),
+                super::parallel::phase_peak(&single.phases, &["optimizer_2"]),
+            )
+        } else {
+            (forward, backward, optimizer)
+        };
         let (peak_phase, peak) = [
             ("forward", forward),
             ("backward", backward),
@@ -746,6 +778,125 @@ pub fn ranks(
         }
     }
     Ok(out)
+}
+
+/// The FSDP2 groups of one HF rank: `fully_shard` on every decoder layer, then on the root.
+struct Fsdp2Groups {
+    /// The root group unsharded (embedding, final norm, an untied `lm_head`), in the parameters'
+    /// dtype (HF runs FSDP2 without a mixed-precision policy).
+    root_bytes: u64,
+    /// The largest layer group unsharded.
+    layer_bytes: u64,
+    /// The root group's gradients, unsharded until its reduce-scatter at the very end (0 under
+    /// LoRA: the root's parameters are frozen).
+    root_grad_bytes: u64,
+    /// `reshard_after_forward=False`: the other layers' unsharded parameters, kept from their
+    /// forward to their backward (0 with the default resharding).
+    kept_layers_bytes: u64,
+    /// Ranks each group is sharded over.
+    shard: u64,
+    /// gloo (CPU): `_allgather_base_` and `_reduce_scatter_base_` go through a temporary of the
+    /// gathered (input) size; NCCL writes in place.
+    gloo: bool,
+}
+
+/// Steady-state forward, backward and optimizer peaks of one HF rank under FSDP2
+/// (`reshard_after_forward=True`), from one GPU's step of the same model (`single`) and the rank's
+/// sharded states `(weights, gradients, optimizer, optimizer temporary)`. Traced on CPU with
+/// torch 2.15's profiler (docs/formulas/parallel.md §FSDP2 with HF): FSDP2 holds each group's
+/// all-gather output until the next group's all-gather, and the root group (gathered first, used
+/// again by the head) stays unsharded until backward ends. So
+/// - forward peaks either when the first layer gathers, with the root's parameters and its held
+///   all-gather output (2 × root + layer), or at the loss, with the root and the last layer's held
+///   output beside one GPU's activations and loss;
+/// - backward peaks at the cross-entropy's backward (root, the prefetched last layer) or at the
+///   embedding's backward, the end: every layer's gradient is sharded by then, the root's are
+///   whole beside a tied embedding's second gradient, and the last reduce-scatter's input is held;
+///   where one GPU peaks inside the layers, its peak with the layers' gradients sharded and two
+///   gathered layers;
+/// - the optimizer step is the sharded states and temporary.
+fn hf_fsdp2_phases(
+    single: &TrainEstimate,
+    g: Fsdp2Groups,
+    (weights, grads, states, temp): (u64, u64, u64, u64),
+) -> (u64, u64, u64) {
+    let base = weights
+        .saturating_add(states)
+        .saturating_add(single.buffers_bytes);
+    let one_base = single
+        .weights_bytes
+        .saturating_add(single.optimizer_bytes)
+        .saturating_add(single.buffers_bytes);
+    let (root, layer, kept) = (g.root_bytes, g.layer_bytes, g.kept_layers_bytes);
+    let gloo = if g.gloo { layer } else { 0 };
+    let one_forward = super::parallel::phase_peak(&single.phases, &["forward_2"]);
+    let forward_transient = one_forward.saturating_sub(one_base);
+    let forward = [
+        // the first layer's all-gather: the root's parameters and its held all-gather output
+        base.saturating_add(root.saturating_mul(2))
+            .saturating_add(layer)
+            .saturating_add(gloo),
+        // the loss: the root and the last layer's held output beside one GPU's activations
+        base.saturating_add(root)
+            .saturating_add(layer)
+            .saturating_add(kept)
+            .saturating_add(forward_transient),
+        // the last layer's all-gather beside (about) every saved activation
+        base.saturating_add(root)
+            .saturating_add(single.activations_bytes)
+            .saturating_add(layer.saturating_mul(2))
+            .saturating_add(kept)
+            .saturating_add(gloo),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    let m = single.backward_moments;
+    let layer_grads_one = m.gradients_bytes.saturating_sub(g.root_grad_bytes);
+    // the layers' gradients on this rank: its shard of everything but the root's
+    let layer_grads_sharded = layer_grads_one.div_ceil(g.shard);
+    let end = base
+        .saturating_add(root)
+        .saturating_add(layer)
+        .saturating_add(m.end_bytes.saturating_sub(layer_grads_one))
+        .saturating_add(layer_grads_sharded);
+    let start = base
+        .saturating_add(root)
+        .saturating_add(layer)
+        .saturating_add(kept)
+        .saturating_add(m.start_bytes);
+    let one_backward = super::parallel::phase_peak(&single.phases, &["backward_2"]);
+    let one_backward_transient = one_backward.saturating_sub(one_base);
+    let inside = if one_backward_transient > m.end_bytes.max(m.start_bytes) {
+        base.saturating_add(root)
+            .saturating_add(layer.saturating_mul(2))
+            .saturating_add(kept)
+            .saturating_add(gloo)
+            .saturating_add(one_backward_transient.saturating_sub(layer_grads_one))
+            .saturating_add(layer_grads_sharded)
+    } else {
+        0
+    };
+    // the root's reduce-scatter after the end: its flat input copied from the whole gradients
+    // (both live), then the sharded output beside the input (and gloo's clone of the input)
+    let root_grads = g.root_grad_bytes;
+    let root_reduce = base
+        .saturating_add(layer_grads_sharded)
+        .saturating_add(root_grads)
+        .saturating_add(
+            root_grads.max(root_grads.div_ceil(g.shard).saturating_add(if g.gloo {
+                root_grads
+            } else {
+                0
+            })),
+        );
+    let backward = start.max(end).max(inside).max(root_reduce);
+    let optimizer = weights
+        .saturating_add(grads)
+        .saturating_add(states)
+        .saturating_add(temp)
+        .saturating_add(single.buffers_bytes);
+    (forward, backward, optimizer)
 }
 
 /// NCCL buffers of one rank: one set per communicator it joins with more than one member (data,
