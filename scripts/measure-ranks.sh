@@ -24,6 +24,8 @@ run() {
 fsdp2() { local id=$1; shift; run "$id" "$@" --fsdp2; }
 # transformers' own tensor parallelism: the model's tp_plan over every rank
 tp() { local id=$1 n=$2; shift 2; run "$id" "$@" --framework hf --tp "$n" --nproc "$n"; }
+# both: transformers' TP inside, FSDP2 over the data-parallel ranks (a 2-D mesh)
+tp_fsdp2() { local id=$1 n=$2 t=$3; shift 3; run "$id" "$@" --framework hf --tp "$t" --fsdp2 --nproc "$n"; }
 fsdp2 smollm2-4l-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 2
 fsdp2 smollm2-4l-fsdp2-n4-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 4
 fsdp2 smollm2-4l-untied-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=4 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128 --nproc 2
@@ -41,4 +43,6 @@ tp qwen2-0.5b-2l-tp2-fp32-adamw-b1-s64 2 $P/Qwen__Qwen2-0.5B-Instruct.json --set
 tp smollm2-4l-tp3-fp32-adamw-b1-s128 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128
 tp smollm2-4l-tp3-mixed-adamw-b2-s256 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision bf16 --optimizer adamw --batch 2 --seq 256
 tp smollm2-4l-tp3-bf16-sgd-b2-s256-ckpt 3 $S --set num_hidden_layers=4 --dtype bf16 --mixed-precision none --optimizer sgd-momentum --batch 2 --seq 256 --grad-checkpointing
+tp_fsdp2 tinyllama-2l-untied-tp2-fsdp2-n4-fp32-adamw-b1-s64 4 2 $T --set num_hidden_layers=2 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
+tp_fsdp2 qwen2-0.5b-2l-tp2-fsdp2-n4-fp32-adamw-b2-s64 4 2 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 64
 python3 scripts/ranks-summary.py "$OUT_DIR"

@@ -497,20 +497,31 @@ def apply_layout(torch, model, scenario, notes):
     (`--tp`), or FSDP2 `fully_shard` on every decoder layer and then the root (`--fsdp2`)."""
     layout = scenario.get("layout") or {}
     tp = int(layout.get("tp", 1))
-    if tp > 1:
-        if layout.get("fsdp2") or tp != distributed_world()[1]:
-            raise ProbeFailure("unsupported_scenario",
-                               "distributed measurement runs tensor parallelism over every rank "
-                               "(--tp N with --nproc N); TP × FSDP2 is estimate-only")
-        return apply_tensor_parallel(torch, model, tp, notes)
-    if not layout.get("fsdp2"):
+    world = distributed_world()[1]
+    if not layout.get("fsdp2") and tp <= 1:
         raise ProbeFailure("unsupported_scenario",
                            "distributed measurement supports FSDP2 (--fsdp2) and transformers' tensor "
                            "parallelism (--framework hf --tp N); PP is estimate-only")
-    return apply_fsdp2(model, layout, notes)
+    if world % max(tp, 1) != 0:
+        raise ProbeFailure("unsupported_scenario",
+                           "--tp %d does not divide the %d ranks" % (tp, world))
+    if tp <= 1:
+        return apply_fsdp2(model, layout, notes)
+    if not layout.get("fsdp2"):
+        if tp != world:
+            raise ProbeFailure("unsupported_scenario",
+                               "tensor parallelism without FSDP2 runs over every rank (--tp N with --nproc N)")
+        return apply_tensor_parallel(torch, model, tp, notes)
+    # a 2-D mesh: FSDP2 over the data-parallel ranks of each TP group (torchtitan's and
+    # transformers' layout: TP inside, FSDP across)
+    from torch.distributed.device_mesh import init_device_mesh
+    device_type = next(model.parameters()).device.type
+    mesh = init_device_mesh(device_type, (world // tp, tp), mesh_dim_names=("dp", "tp"))
+    model = apply_tensor_parallel(torch, model, tp, notes, mesh["tp"])
+    return apply_fsdp2(model, layout, notes, mesh["dp"])
 
 
-def apply_tensor_parallel(torch, model, tp, notes):
+def apply_tensor_parallel(torch, model, tp, notes, mesh=None):
     """Tensor parallelism as `from_pretrained(..., distributed_config=DistributedConfig(tp_size=N))`
     applies it (transformers/distributed/mixin.py `maybe_distribute_model`): the model's resolved
     `tp_plan` (colwise q/k/v/gate/up, rowwise o/down, vocab-parallel embedding, `lm_head` gathered)
@@ -523,8 +534,8 @@ def apply_tensor_parallel(torch, model, tp, notes):
     except ImportError as e:
         raise ProbeFailure("missing_package",
                            "tensor parallelism needs transformers >= 5.20 (transformers.distributed): %s" % e)
-    device_type = next(model.parameters()).device.type
-    mesh = init_device_mesh(device_type, (tp,))
+    if mesh is None:
+        mesh = init_device_mesh(next(model.parameters()).device.type, (tp,))
     try:
         plan, _, _ = model._resolve_parallel_plans(DistributedConfig(tp_size=tp))
     except ValueError as e:
@@ -540,7 +551,7 @@ def apply_tensor_parallel(torch, model, tp, notes):
     return model
 
 
-def apply_fsdp2(model, layout, notes):
+def apply_fsdp2(model, layout, notes, mesh=None):
     """FSDP2 `fully_shard` on every decoder layer and then the root (the HF accelerate / torchtitan
     wrapping), with torch's defaults: reshard after forward, no mixed-precision policy (the
     scenario's dtype and autocast apply as on one GPU)."""
@@ -559,8 +570,8 @@ def apply_fsdp2(model, layout, notes):
         raise ProbeFailure("unsupported_architecture", "no decoder layer list found to shard with FSDP2")
     reshard = bool(layout.get("reshard_after_forward", True))
     for layer in layers:
-        fully_shard(layer, reshard_after_forward=reshard)
-    fully_shard(model, reshard_after_forward=reshard)
+        fully_shard(layer, mesh=mesh, reshard_after_forward=reshard)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
     notes.append("FSDP2 fully_shard on %d layers and the root (reshard_after_forward=%s)" % (len(layers), reshard))
     return model
 
@@ -607,8 +618,9 @@ def param_groups_by_mesh(params):
     tensors, and a foreach step cannot mix them with DTensors. One group otherwise."""
     by_mesh = {}
     for p in params:
-        mesh = getattr(p, "device_mesh", None)
-        by_mesh.setdefault(id(mesh) if mesh is not None else None, []).append(p)
+        # keyed by the mesh itself, as Trainer does: equal meshes (each `fully_shard` call makes
+        # its own default one) compare and hash equal
+        by_mesh.setdefault(getattr(p, "device_mesh", None), []).append(p)
     if len(by_mesh) == 1:
         return params
     return [{"params": ps} for ps in by_mesh.values()]

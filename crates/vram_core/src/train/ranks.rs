@@ -479,10 +479,17 @@ pub fn ranks(
                 let pe = if scenario.dtype == Dtype::Fp32 { 4 } else { 2 };
                 let (w, g, st, temp) = if layout.framework == Framework::Hf {
                     // The HF model states (LoRA, quantized bases, foreach AdamW's temporary)
-                    // of one GPU, sharded.
+                    // of one GPU, sharded. Under transformers' TP the embedding's gradient comes
+                    // out whole (`hf_tp`), but FSDP2's reduce-scatter leaves every gradient
+                    // sharded like its parameter (full training: as many bytes as the weights).
+                    let grads_one = if tp > 1 && layout.fsdp2 {
+                        single.weights_bytes
+                    } else {
+                        single.gradients_bytes
+                    };
                     (
                         single.weights_bytes.div_ceil(shard),
-                        single.gradients_bytes.div_ceil(shard),
+                        grads_one.div_ceil(shard),
                         single.optimizer_bytes.div_ceil(shard),
                         single.optimizer_temp_bytes.div_ceil(shard),
                     )
@@ -677,6 +684,15 @@ pub fn ranks(
                     } else {
                         sp_params.root.saturating_mul(unsharded)
                     },
+                    // transformers' TP computes the embedding's gradient whole (`hf_tp`); the
+                    // rows beyond this rank's, and this rank's rows copied out of it
+                    // (`Redistribute` to the parameter's placement) before the reduce-scatter
+                    embedding_grad_extra_bytes: if tp > 1 {
+                        single.gradients_bytes.saturating_sub(single.weights_bytes)
+                    } else {
+                        0
+                    },
+                    tp,
                     // without resharding after forward every layer stays gathered until its
                     // backward
                     kept_layers_bytes: if layout.reshard_after_forward {
@@ -790,6 +806,10 @@ struct Fsdp2Groups {
     /// The root group's gradients, unsharded until its reduce-scatter at the very end (0 under
     /// LoRA: the root's parameters are frozen).
     root_grad_bytes: u64,
+    /// Under transformers' TP: the embedding's whole gradient beyond this rank's rows.
+    embedding_grad_extra_bytes: u64,
+    /// The TP size (1 without TP).
+    tp: u64,
     /// `reshard_after_forward=False`: the other layers' unsharded parameters, kept from their
     /// forward to their backward (0 with the default resharding).
     kept_layers_bytes: u64,
@@ -852,14 +872,19 @@ fn hf_fsdp2_phases(
     .max()
     .unwrap_or(0);
     let m = single.backward_moments;
-    let layer_grads_one = m.gradients_bytes.saturating_sub(g.root_grad_bytes);
+    let extra = g.embedding_grad_extra_bytes;
+    let layer_grads_one = m
+        .gradients_bytes
+        .saturating_sub(g.root_grad_bytes)
+        .saturating_sub(extra);
     // the layers' gradients on this rank: its shard of everything but the root's
     let layer_grads_sharded = layer_grads_one.div_ceil(g.shard);
     let end = base
         .saturating_add(root)
         .saturating_add(layer)
         .saturating_add(m.end_bytes.saturating_sub(layer_grads_one))
-        .saturating_add(layer_grads_sharded);
+        .saturating_add(layer_grads_sharded)
+        .saturating_add(extra / g.tp.saturating_sub(1).max(1));
     let start = base
         .saturating_add(root)
         .saturating_add(layer)
