@@ -117,6 +117,8 @@ pub struct ParallelText {
     pub considered: &'static str,
     /// Copy button.
     pub copy: &'static str,
+    /// Host RAM a plan's offloaded states need (followed by the bytes).
+    pub host_ram: &'static str,
 }
 
 const EN: ParallelText = ParallelText {
@@ -139,7 +141,7 @@ const EN: ParallelText = ParallelText {
     communication: "communication",
     in_flight: "micro-batches in flight",
     plan: "Plan a layout",
-    plan_hint: "Every layout of this model on up to N GPUs of the chosen type that leaves 5 % free on every rank, best first: fewest GPUs, TP inside a node, smallest pipeline bubble, largest micro-batch.",
+    plan_hint: "Every layout of this model on up to N GPUs of the chosen type that leaves 5 % free on every rank, best first: fewest GPUs, TP inside a node, everything on the GPUs before offload to host RAM, smallest pipeline bubble, largest micro-batch.",
     gpus_available: "GPUs available",
     gpus_per_node: "GPUs per node",
     find: "Find layouts that fit",
@@ -149,6 +151,7 @@ const EN: ParallelText = ParallelText {
     why_not: "Why the others fail",
     considered: "layouts estimated",
     copy: "Copy",
+    host_ram: "Offloaded to host RAM, per GPU process:",
 };
 
 const ZH: ParallelText = ParallelText {
@@ -171,7 +174,7 @@ const ZH: ParallelText = ParallelText {
     communication: "通信缓冲",
     in_flight: "同时在途的微批",
     plan: "规划并行布局",
-    plan_hint: "列出该模型在最多 N 张所选 GPU 上、每个 rank 都留有 5% 余量的所有布局，按优先级排序：GPU 最少、TP 不跨节点、流水线气泡最小、微批最大。",
+    plan_hint: "列出该模型在最多 N 张所选 GPU 上、每个 rank 都留有 5% 余量的所有布局，按优先级排序：GPU 最少、TP 不跨节点、全部放在 GPU 上优先于卸载到主机内存、流水线气泡最小、微批最大。",
     gpus_available: "可用 GPU 数",
     gpus_per_node: "每节点 GPU 数",
     find: "查找放得下的布局",
@@ -181,6 +184,7 @@ const ZH: ParallelText = ParallelText {
     why_not: "其他布局为何不行",
     considered: "个布局已估算",
     copy: "复制",
+    host_ram: "卸载到主机内存（每个 GPU 进程）：",
 };
 
 impl Lang {

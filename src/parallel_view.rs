@@ -101,6 +101,7 @@ fn layout_line(
     l: &Layout,
     micro_batch: u64,
     zero: u8,
+    offload: (bool, bool),
 ) -> String {
     use vram_core::scenario::Framework;
     let zh = lang == Lang::Zh;
@@ -177,6 +178,19 @@ fn layout_line(
                 parts.push("FSDP2".into());
             }
         }
+    }
+    match offload {
+        (_, true) => parts.push(if zh {
+            "优化器和参数卸载到主机内存".into()
+        } else {
+            "optimizer and parameters offloaded to host RAM".into()
+        }),
+        (true, false) => parts.push(if zh {
+            "优化器卸载到主机内存".into()
+        } else {
+            "optimizer offloaded to host RAM".into()
+        }),
+        _ => {}
     }
     if l.recompute == Recompute::Full {
         parts.push(if zh {
@@ -267,8 +281,8 @@ fn use_plan(state: AppState, p: &Plan) {
         t.gpus = p.gpus;
         t.batch = p.micro_batch;
         t.zero = ZeroStage(p.zero_stage);
-        t.offload_optimizer = false;
-        t.offload_params = false;
+        t.offload_optimizer = p.offload_optimizer;
+        t.offload_params = p.offload_params;
         t.grad_checkpointing = p.layout.framework == vram_core::scenario::Framework::Hf
             && p.layout.recompute == Recompute::Full;
         t.layout = p.layout.clone();
@@ -384,10 +398,11 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
             view! {
                 <li class="plan-item" data-testid="plan-item">
                     <p>
-                        <strong>{if serve && lang == Lang::En { p.summary.clone() } else { layout_line(lang, serve, p.gpus, &p.layout, p.micro_batch, p.zero_stage) }}</strong>
+                        <strong>{if serve && lang == Lang::En { p.summary.clone() } else { layout_line(lang, serve, p.gpus, &p.layout, p.micro_batch, p.zero_stage, (p.offload_optimizer, p.offload_params)) }}</strong>
                         {format!(" — {} {:.1} %", t.headroom, p.headroom * 100.0)}
                     </p>
                     <ul class="rank-list">{rank_bars(state, &p.ranks, p.usable_bytes)}</ul>
+                    {host_ram(state, &p.ranks)}
                     <button type="button" class="secondary small" data-testid="plan-use" on:click=move |_| use_plan(state, &plan_for_button)>{t.use_layout}</button>
                     {launch}
                 </li>
@@ -401,7 +416,7 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
                 <ul data-testid="plan-rejected">
                     {r.rejected.iter().map(|x| view! {
                         <li>
-                            <strong>{if serve && lang == Lang::En { x.summary.clone() } else { layout_line(lang, serve, x.gpus, &x.layout, x.micro_batch, x.zero_stage) }}</strong>
+                            <strong>{if serve && lang == Lang::En { x.summary.clone() } else { layout_line(lang, serve, x.gpus, &x.layout, x.micro_batch, x.zero_stage, (x.offload_optimizer, x.offload_params)) }}</strong>
                             {format!(": {}", rejected_reason(state, serve, x))}
                         </li>
                     }).collect_view()}
@@ -417,4 +432,20 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
             {rejected}
         </div>
     }
+}
+
+/// The host RAM a plan's offloaded states need per GPU process (the largest rank's), when any.
+fn host_ram(
+    state: AppState,
+    ranks: &[vram_core::train::ranks::RankEstimate],
+) -> Option<impl IntoView> {
+    let bytes = ranks.iter().map(|r| r.host_bytes).max().unwrap_or(0);
+    (bytes > 0).then(|| {
+        let t = state.lang.get_untracked().parallel();
+        view! {
+            <p class="hint" data-testid="plan-host-ram" data-bytes=bytes.to_string()>
+                {format!("{} {}", t.host_ram, state.fmt_bytes(bytes))}
+            </p>
+        }
+    })
 }

@@ -3,7 +3,7 @@
 // verdict; the Plan card lists layouts that fit with 5 % headroom on every rank, and applying one
 // makes the verdict that layout's largest rank.
 import { test, assert, assertEq, openApp, choosePreset, chooseTask, typeField, waitFor, waitVerdictTotal, verdictOf } from '../harness.mjs';
-import { cliEstimate } from '../cli.mjs';
+import { cliEstimate, cliJson, presetPath } from '../cli.mjs';
 
 async function rankBytes(page, scope = '[data-testid="ranks"]') {
   return page.evaluate((s) => [...document.querySelectorAll(`${s} [data-testid="rank-row"]`)].map((r) => r.dataset.bytes), scope);
@@ -58,4 +58,22 @@ test('plan: Llama-2-7B training on up to 8 H100s lists layouts that fit with hea
   const v = await verdictOf(page);
   assert(v.fits === 'fits' || v.fits === 'tight', 'the applied plan fits: ' + v.fits);
   assert((await page.textContent('[data-testid="plan-launch"]')).length > 20, 'the best plan has launch text');
+});
+
+test('plan: Llama-3.1-8B training on one RTX 4090 proposes DeepSpeed offload and shows the host RAM vram plan gives', async ({ page }) => {
+  await openApp(page);
+  await choosePreset(page, 'meta-llama__Llama-3.1-8B');
+  await chooseTask(page, 'train');
+  await page.selectOption('[data-testid="f-gpu"]', 'rtx4090');
+  await page.fill('[data-testid="plan-gpus"]', '1');
+  await page.dispatchEvent('[data-testid="plan-gpus"]', 'change');
+  await page.click('[data-testid="plan-find"]');
+  await waitFor(page, () => document.querySelectorAll('[data-testid="plan-item"]').length > 0, null, 'plans', 60000);
+  const cli = cliJson(['plan', presetPath('meta-llama__Llama-3.1-8B'), '--task', 'train', '--gpu', 'rtx4090', '--gpus', '1', '--json']);
+  assert(cli.plans.length > 0 && cli.plans[0].cost.offload, 'the CLI plans offload first on one 24 GB card');
+  const host = Math.max(...cli.plans[0].ranks.map((r) => r.host_bytes));
+  const shown = await page.getAttribute('[data-testid="plan-item"] >> nth=0 >> [data-testid="plan-host-ram"]', 'data-bytes');
+  assertEq(shown, String(host), 'host RAM of the first plan = vram plan --json');
+  await page.click('[data-testid="plan-use"] >> nth=0');
+  await waitVerdictTotal(page, cli.plans[0].max_rank_device_bytes);
 });

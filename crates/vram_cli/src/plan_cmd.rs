@@ -183,6 +183,13 @@ fn render(
             gib(p.usable_bytes),
             p.headroom * 100.0
         ));
+        let host = p.ranks.iter().map(|r| r.host_bytes).max().unwrap_or(0);
+        if host > 0 {
+            out.push_str(&format!(
+                "   host RAM for offloaded states: {} GiB per GPU process\n",
+                gib(host)
+            ));
+        }
         for r in &p.ranks {
             let bar_len = ((r.device_bytes as f64 / p.usable_bytes.max(1) as f64) * 40.0)
                 .round()

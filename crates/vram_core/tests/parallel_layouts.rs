@@ -611,3 +611,52 @@ fn planner_offers_transformers_tensor_parallelism_for_full_training_only() {
     assert!(!finetune.plans.is_empty());
     assert!(finetune.plans.iter().all(|p| p.layout.tp == 1));
 }
+
+#[test]
+fn planner_ranks_offload_after_on_gpu_layouts_and_states_its_host_ram() {
+    // Llama-3.1-8B full training on RTX 4090s (23.58 GiB usable): nothing on the GPUs alone fits
+    // one card, DeepSpeed ZeRO-3 with the optimizer and parameters in host RAM does.
+    let spec = spec("meta-llama__Llama-3.1-8B");
+    let gpu = *vram_core::gpu_catalog::find("rtx4090").unwrap();
+    let req = vram_core::plan::PlanRequest {
+        task: vram_core::plan::PlanTask::Train,
+        base: Scenario {
+            dtype: Dtype::Bf16,
+            mixed_precision: MixedPrecision::Bf16,
+            batch: 1,
+            seq_len: 2048,
+            ..Scenario::default()
+        },
+        gpu,
+        gpus: 16,
+        gpus_per_node: 8,
+        global_batch: 0,
+        framework: Some(Framework::Hf),
+    };
+    let r = vram_core::plan::plan(&spec, &req, "meta-llama/Llama-3.1-8B");
+    // layouts that keep everything on the GPUs come first, then the offloaded ones
+    let first_offload = r.plans.iter().position(|p| p.cost.offload).unwrap();
+    assert!(first_offload > 0);
+    assert!(r.plans[first_offload..].iter().all(|p| p.cost.offload));
+    let offload = &r.plans[first_offload];
+    assert_eq!(offload.gpus, 1);
+    assert!(offload
+        .summary
+        .contains("optimizer and parameters offloaded to host RAM"));
+    // the host RAM of one process: fp32 master + Adam moments + bf16 parameters
+    let host = offload.ranks.iter().map(|k| k.host_bytes).max().unwrap();
+    assert!(host > 100 << 30, "{host}");
+    assert!(r.plans[..first_offload].iter().all(|p| p.gpus > 1));
+    // on H100s HSDP across the two nodes (shard inside a node, replicate across) fits and is
+    // proposed beside FSDP2 over all 16
+    let h100 = *vram_core::gpu_catalog::find("h100-80").unwrap();
+    let r = vram_core::plan::plan(
+        &spec,
+        &vram_core::plan::PlanRequest { gpu: h100, ..req },
+        "meta-llama/Llama-3.1-8B",
+    );
+    assert!(r.plans.iter().any(|p| p.gpus == 16
+        && p.layout.fsdp2
+        && p.layout.hsdp_replicas == 2
+        && p.summary.contains("HF + HSDP (2 replicas)")));
+}

@@ -99,6 +99,10 @@ pub struct PlanCost {
     pub micro_batch: u64,
     /// tp × pp × cp × ep.
     pub model_parallel: u64,
+    /// Whether optimizer states (or parameters) live in host RAM (DeepSpeed ZeRO-Offload): a
+    /// much slower step, so such plans rank after every layout that keeps everything on the GPUs.
+    #[serde(default)]
+    pub offload: bool,
 }
 
 /// One layout with its per-rank figures.
@@ -114,6 +118,12 @@ pub struct Plan {
     pub micro_batch: u64,
     /// ZeRO stage (HF DeepSpeed layouts).
     pub zero_stage: u8,
+    /// DeepSpeed ZeRO-Offload of the optimizer states to host RAM.
+    #[serde(default)]
+    pub offload_optimizer: bool,
+    /// ZeRO-3 parameter offload to host RAM.
+    #[serde(default)]
+    pub offload_params: bool,
     /// vLLM tensor parallelism (serving).
     pub tensor_parallel_size: u64,
     /// Every kind of rank.
@@ -151,6 +161,12 @@ pub struct Rejected {
     /// ZeRO stage (HF DeepSpeed layouts).
     #[serde(default)]
     pub zero_stage: u8,
+    /// DeepSpeed ZeRO-Offload of the optimizer states to host RAM.
+    #[serde(default)]
+    pub offload_optimizer: bool,
+    /// ZeRO-3 parameter offload to host RAM.
+    #[serde(default)]
+    pub offload_params: bool,
     /// Pipeline stage of the largest rank.
     #[serde(default)]
     pub largest_stage: u64,
@@ -241,6 +257,16 @@ fn summary(s: &Scenario) -> String {
             }
         }
     }
+    if s.offload_optimizer || s.offload_params {
+        parts.push(
+            if s.offload_params {
+                "optimizer and parameters offloaded to host RAM"
+            } else {
+                "optimizer offloaded to host RAM"
+            }
+            .into(),
+        );
+    }
     if s.grad_checkpointing || l.recompute == Recompute::Full {
         parts.push("full recompute".into());
     }
@@ -320,7 +346,22 @@ fn training_candidates(spec: &ModelSpec, req: &PlanRequest) -> Vec<Scenario> {
                             if n > 1 {
                                 let mut f = base.clone();
                                 f.layout.fsdp2 = true;
-                                out.push(f);
+                                out.push(f.clone());
+                                // HSDP across nodes: shard inside each node, replicate across
+                                if nodes > 1 {
+                                    f.layout.hsdp_replicas = nodes;
+                                    out.push(f);
+                                }
+                            }
+                            // DeepSpeed ZeRO-Offload: the optimizer states (ZeRO-2 / 3), and
+                            // with ZeRO-3 the parameters too, in host RAM (one GPU included)
+                            for (zero, params) in [(2u8, false), (3, false), (3, true)] {
+                                out.push(Scenario {
+                                    zero: ZeroStage(zero),
+                                    offload_optimizer: true,
+                                    offload_params: params,
+                                    ..base.clone()
+                                });
                             }
                             // transformers' own tensor parallelism inside a node (full training:
                             // not with LoRA), alone or with FSDP2 over the other ranks
@@ -469,6 +510,8 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
                 gpus: s.gpus,
                 micro_batch: s.batch,
                 zero_stage: s.zero.0,
+                offload_optimizer: s.offload_optimizer,
+                offload_params: s.offload_params,
                 tensor_parallel_size: s.layout.tp,
                 max_rank_device_bytes: device,
                 usable_bytes: usable,
@@ -481,6 +524,7 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
                     recompute,
                     micro_batch: s.batch,
                     model_parallel: s.layout.model_parallel_size().saturating_mul(s.layout.ep),
+                    offload: s.offload_optimizer || s.offload_params,
                 },
                 launch: launch::training_launch(&s, model_id),
                 ranks: e.ranks,
@@ -508,6 +552,8 @@ fn plan_training(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanRes
                 layout: s.layout.clone(),
                 micro_batch: s.batch,
                 zero_stage: s.zero.0,
+                offload_optimizer: s.offload_optimizer,
+                offload_params: s.offload_params,
                 largest_stage: largest.stage,
                 max_rank_device_bytes: device,
                 usable_bytes: usable,
@@ -541,8 +587,9 @@ fn rank(plans: &mut [Plan]) {
     plans.sort_by(|a, b| {
         let ka = &a.cost;
         let kb = &b.cost;
-        ka.gpus
-            .cmp(&kb.gpus)
+        ka.offload
+            .cmp(&kb.offload)
+            .then(ka.gpus.cmp(&kb.gpus))
             .then(ka.tp_across_nodes.cmp(&kb.tp_across_nodes))
             .then(ka.bubble.total_cmp(&kb.bubble))
             .then(kb.micro_batch.cmp(&ka.micro_batch))
@@ -647,6 +694,8 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                 gpus,
                 micro_batch: req.base.batch,
                 zero_stage: 0,
+                offload_optimizer: false,
+                offload_params: false,
                 tensor_parallel_size: tp,
                 max_rank_device_bytes: rank.device_bytes,
                 usable_bytes: usable,
@@ -661,6 +710,7 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                     recompute: false,
                     micro_batch: req.base.batch,
                     model_parallel: gpus,
+                    offload: false,
                 },
                 launch: vec![launch::vllm_serve(&s, model_id)],
                 ranks: vec![rank],
@@ -676,6 +726,8 @@ fn plan_serving(spec: &ModelSpec, req: &PlanRequest, model_id: &str) -> PlanResu
                 },
                 micro_batch: req.base.batch,
                 zero_stage: 0,
+                offload_optimizer: false,
+                offload_params: false,
                 largest_stage: 0,
                 max_rank_device_bytes: v.requested_bytes,
                 usable_bytes: usable,
