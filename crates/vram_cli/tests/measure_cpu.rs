@@ -365,40 +365,44 @@ fn multi_gpu_scenarios_are_refused_before_python_starts() {
     assert!(err.contains("estimate-only: --gpus 2, --zero 3"), "{err}");
 }
 
+/// `vram measure CFG` on two ranks under torchrun (fp32 AdamW, 16 tokens) with the layout flags
+/// `layout`: the `vram-measure-ranks` document.
+fn measure_two_ranks(py: &PathBuf, cfg: &std::path::Path, layout: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "measure",
+        cfg.to_str().expect("utf-8 path"),
+        "--device",
+        "cpu",
+        "--dtype",
+        "fp32",
+        "--mixed-precision",
+        "none",
+        "--optimizer",
+        "adamw",
+        "--seq",
+        "16",
+        "--nproc",
+        "2",
+        "--json",
+        "-",
+    ];
+    args.extend_from_slice(layout);
+    let out = vram(&args, py);
+    assert!(
+        out.status.success(),
+        "vram measure --nproc 2 {layout:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
 /// `vram measure --nproc 2 --fsdp2` launches two ranks under torchrun (gloo on CPU): each holds
 /// half of every model state to the byte, as the per-rank estimate says (issue 10).
 #[test]
 fn fsdp2_on_two_ranks_holds_half_of_each_model_state_on_every_rank() {
     let Some(py) = python() else { return };
     let cfg = temp_config("tiny-fsdp2.json", TINY);
-    let out = vram(
-        &[
-            "measure",
-            cfg.to_str().expect("utf-8 path"),
-            "--device",
-            "cpu",
-            "--dtype",
-            "fp32",
-            "--mixed-precision",
-            "none",
-            "--optimizer",
-            "adamw",
-            "--seq",
-            "16",
-            "--nproc",
-            "2",
-            "--fsdp2",
-            "--json",
-            "-",
-        ],
-        &py,
-    );
-    assert!(
-        out.status.success(),
-        "vram measure --nproc 2 failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let doc = measure_two_ranks(&py, &cfg, &["--fsdp2"]);
     assert_eq!(doc["kind"], "vram-measure-ranks");
     let ranks = doc["ranks"].as_array().expect("ranks");
     assert_eq!(ranks.len(), 2);
@@ -434,37 +438,7 @@ fn transformers_tensor_parallel_on_two_ranks_matches_the_rank_estimate() {
         .replace("\"intermediate_size\": 128", "\"intermediate_size\": 256")
         .replace("\"vocab_size\": 1000", "\"vocab_size\": 32000");
     let cfg = temp_config("tiny-tp.json", &wide);
-    let out = vram(
-        &[
-            "measure",
-            cfg.to_str().expect("utf-8 path"),
-            "--device",
-            "cpu",
-            "--dtype",
-            "fp32",
-            "--mixed-precision",
-            "none",
-            "--optimizer",
-            "adamw",
-            "--seq",
-            "16",
-            "--nproc",
-            "2",
-            "--framework",
-            "hf",
-            "--tp",
-            "2",
-            "--json",
-            "-",
-        ],
-        &py,
-    );
-    assert!(
-        out.status.success(),
-        "vram measure --nproc 2 --tp 2 failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let doc = measure_two_ranks(&py, &cfg, &["--framework", "hf", "--tp", "2"]);
     let ranks = doc["ranks"].as_array().expect("ranks");
     assert_eq!(ranks.len(), 2);
     // Per rank: embedding and lm_head 32,000 · 1024 / 2 = 16,384,000 each; per layer the
