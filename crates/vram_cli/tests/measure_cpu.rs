@@ -67,9 +67,26 @@ fn vram(args: &[&str], python: &PathBuf) -> Output {
         .expect("the vram binary runs")
 }
 
+/// Pure fp32 AdamW on 16 tokens: the scenario whose model states are worked by hand.
+const FP32_ADAMW_16_TOKENS: [&str; 8] = [
+    "--dtype",
+    "fp32",
+    "--mixed-precision",
+    "none",
+    "--optimizer",
+    "adamw",
+    "--seq",
+    "16",
+];
+
 /// Runs `vram measure TINY --device cpu --json - EXTRA…` and returns the report.
 fn measure(py: &PathBuf, extra: &[&str]) -> serde_json::Value {
-    let cfg = temp_config("tiny-llama.json", TINY);
+    measure_config(py, &temp_config("tiny-llama.json", TINY), extra)
+}
+
+/// Runs `vram measure CFG --device cpu --json - EXTRA…` and returns the report (one rank's, or
+/// the `vram-measure-ranks` document with `--nproc`).
+fn measure_config(py: &PathBuf, cfg: &std::path::Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "measure",
         cfg.to_str().expect("utf-8 path"),
@@ -82,7 +99,7 @@ fn measure(py: &PathBuf, extra: &[&str]) -> serde_json::Value {
     let out = vram(&args, py);
     assert!(
         out.status.success(),
-        "vram measure failed: {}",
+        "vram measure {extra:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("the report is JSON")
@@ -137,19 +154,7 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
 #[test]
 fn tiny_llama_fp32_adamw_has_exact_weights_gradients_and_optimizer_states() {
     let Some(py) = python() else { return };
-    let r = measure(
-        &py,
-        &[
-            "--dtype",
-            "fp32",
-            "--mixed-precision",
-            "none",
-            "--optimizer",
-            "adamw",
-            "--seq",
-            "16",
-        ],
-    );
+    let r = measure(&py, &FP32_ADAMW_16_TOKENS);
     let m = &r["measured"];
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["outcome"], "ok");
@@ -368,32 +373,10 @@ fn multi_gpu_scenarios_are_refused_before_python_starts() {
 /// `vram measure CFG` on two ranks under torchrun (fp32 AdamW, 16 tokens) with the layout flags
 /// `layout`: the `vram-measure-ranks` document.
 fn measure_two_ranks(py: &PathBuf, cfg: &std::path::Path, layout: &[&str]) -> serde_json::Value {
-    let mut args = vec![
-        "measure",
-        cfg.to_str().expect("utf-8 path"),
-        "--device",
-        "cpu",
-        "--dtype",
-        "fp32",
-        "--mixed-precision",
-        "none",
-        "--optimizer",
-        "adamw",
-        "--seq",
-        "16",
-        "--nproc",
-        "2",
-        "--json",
-        "-",
-    ];
-    args.extend_from_slice(layout);
-    let out = vram(&args, py);
-    assert!(
-        out.status.success(),
-        "vram measure --nproc 2 {layout:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    let mut extra = FP32_ADAMW_16_TOKENS.to_vec();
+    extra.extend_from_slice(&["--nproc", "2"]);
+    extra.extend_from_slice(layout);
+    measure_config(py, cfg, &extra)
 }
 
 /// `vram measure --nproc 2 --fsdp2` launches two ranks under torchrun (gloo on CPU): each holds
