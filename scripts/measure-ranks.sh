@@ -43,6 +43,8 @@ tp qwen2-0.5b-2l-tp2-fp32-adamw-b1-s64 2 $P/Qwen__Qwen2-0.5B-Instruct.json --set
 tp smollm2-4l-tp3-fp32-adamw-b1-s128 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 128
 tp smollm2-4l-tp3-mixed-adamw-b2-s256 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision bf16 --optimizer adamw --batch 2 --seq 256
 tp smollm2-4l-tp3-bf16-sgd-b2-s256-ckpt 3 $S --set num_hidden_layers=4 --dtype bf16 --mixed-precision none --optimizer sgd-momentum --batch 2 --seq 256 --grad-checkpointing
+tp qwen3-0.6b-2l-tp2-fp32-adamw-b1-s64 2 $P/Qwen__Qwen3-0.6B.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
+tp gemma2-2b-2l-tp2-fp32-adamw-b1-s64-eager 2 $P/google__gemma-2-2b.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --attention eager
 tp_fsdp2 tinyllama-2l-untied-tp2-fsdp2-n4-fp32-adamw-b1-s64 4 2 $T --set num_hidden_layers=2 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
 tp_fsdp2 qwen2-0.5b-2l-tp2-fsdp2-n4-fp32-adamw-b2-s64 4 2 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 64
 python3 scripts/ranks-summary.py "$OUT_DIR"

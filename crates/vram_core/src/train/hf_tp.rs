@@ -29,6 +29,41 @@ enum Split {
     Dim(usize),
 }
 
+/// Text models whose `base_model_tp_plan` in transformers 5.24 is the llama family's: `colwise` on
+/// q/k/v/gate/up, `rowwise` on o/down (and `replicated_with_grad_allreduce` on per-head q/k norms),
+/// read from every `configuration_*.py`. Others (OLMo-2's gathered q/k, Phi-3's fused projections,
+/// models without a plan) split differently or not at all.
+pub const LLAMA_PLAN_MODEL_TYPES: [&str; 28] = [
+    "apertus",
+    "arcee",
+    "cohere",
+    "cohere2",
+    "cwm",
+    "ernie4_5",
+    "exaone",
+    "exaone4",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "granite",
+    "helium",
+    "hyperclovax",
+    "internlm3",
+    "iquestcoder",
+    "jais2",
+    "llama",
+    "ministral",
+    "ministral3",
+    "mistral",
+    "nemotron",
+    "olmo",
+    "qwen2",
+    "qwen3",
+    "seed_oss",
+    "smollm3",
+    "vaultgemma",
+];
+
 const COLWISE: [&str; 5] = ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"];
 const ROWWISE: [&str; 2] = ["o_proj", "down_proj"];
 
@@ -84,6 +119,13 @@ fn split_of(spec: &ModelSpec, t: &TensorSpec) -> Result<Split, ScenarioError> {
 /// towers, and tensors named otherwise.
 pub fn rank_spec(spec: &ModelSpec, tp: u64) -> Result<ModelSpec, ScenarioError> {
     let tp = tp.max(1);
+    if !LLAMA_PLAN_MODEL_TYPES.contains(&spec.text_model_type.as_str()) {
+        return Err(refuse(
+            &spec.model_type,
+            "a tensor-parallel plan other than the llama family's (or none) in transformers 5.24"
+                .into(),
+        ));
+    }
     if spec.kind != ModelKind::DecoderOnly || spec.vision.is_some() {
         return Err(refuse(&spec.model_type, format!("a {:?} model", spec.kind)));
     }
@@ -166,6 +208,23 @@ mod tests {
         let a = part.layers[0].attention.expect("attention");
         assert_eq!((a.num_heads, a.num_kv_heads, a.head_dim), (16, 2, 64));
         assert_eq!(local_vocab(&part), 16_000);
+    }
+
+    #[test]
+    fn rank_spec_refuses_models_whose_plan_splits_otherwise() {
+        // OLMo-2 gathers q and k whole (`colwise_gather_output`) for its full-width q/k norms
+        let cfg = serde_json::json!({
+            "model_type": "olmo2", "hidden_size": 256, "intermediate_size": 512,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000
+        });
+        let spec = crate::resolve::resolve_value(&cfg, Some("olmo2")).expect("resolves");
+        let err = rank_spec(&spec, 2).expect_err("olmo2's plan differs");
+        assert!(
+            err.to_string().contains(
+                "model_type \"olmo2\" with a tensor-parallel plan other than the llama family's"
+            ),
+            "{err}"
+        );
     }
 
     #[test]
