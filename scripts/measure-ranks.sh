@@ -32,6 +32,7 @@ fsdp2 smollm2-4l-untied-fsdp2-n2-fp32-adamw-b1-s128 $P/HuggingFaceTB__SmolLM2-13
 fsdp2 smollm2-8l-fsdp2-n2-fp32-adamw-b2-s256 $P/HuggingFaceTB__SmolLM2-135M-Instruct.json --set num_hidden_layers=8 --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 256 --nproc 2
 fsdp2 qwen2-0.5b-2l-fsdp2-n2-fp32-adamw-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 2
 fsdp2 qwen2-0.5b-2l-fsdp2-n4-fp32-sgd-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer sgd-momentum --batch 1 --seq 64 --nproc 4
+fsdp2 qwen2-0.5b-2l-hsdp2-fsdp2-n4-fp32-adamw-b1-s64 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 4 --hsdp-replicas 2
 fsdp2 tinyllama-2l-fsdp2-n2-fp32-adamw-b1-s64 $P/TinyLlama__TinyLlama-1.1B-Chat-v1.0.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --nproc 2
 T=$P/TinyLlama__TinyLlama-1.1B-Chat-v1.0.json
 S=$P/HuggingFaceTB__SmolLM2-135M-Instruct.json

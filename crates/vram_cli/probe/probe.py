@@ -506,6 +506,19 @@ def apply_layout(torch, model, scenario, notes):
         raise ProbeFailure("unsupported_scenario",
                            "--tp %d does not divide the %d ranks" % (tp, world))
     if tp <= 1:
+        replicas = int(layout.get("hsdp_replicas", 1))
+        if replicas > 1:
+            # HSDP: FSDP2 on a 2-D (replicate, shard) mesh shards inside each group and
+            # replicates across them
+            if world % replicas != 0:
+                raise ProbeFailure("unsupported_scenario",
+                                   "--hsdp-replicas %d does not divide the %d ranks" % (replicas, world))
+            from torch.distributed.device_mesh import init_device_mesh
+            device_type = next(model.parameters()).device.type
+            mesh = init_device_mesh(device_type, (replicas, world // replicas),
+                                    mesh_dim_names=("replicate", "shard"))
+            notes.append("HSDP: %d replicas × %d shards" % (replicas, world // replicas))
+            return apply_fsdp2(model, layout, notes, mesh)
         return apply_fsdp2(model, layout, notes)
     if not layout.get("fsdp2"):
         if tp != world:
