@@ -119,6 +119,10 @@ pub struct ParallelText {
     pub copy: &'static str,
     /// Host RAM a plan's offloaded states need (followed by the bytes).
     pub host_ram: &'static str,
+    /// "per node" (the host RAM of every process on one node).
+    pub per_node: &'static str,
+    /// GPU processes (of one node).
+    pub processes: &'static str,
 }
 
 const EN: ParallelText = ParallelText {
@@ -152,6 +156,8 @@ const EN: ParallelText = ParallelText {
     considered: "layouts estimated",
     copy: "Copy",
     host_ram: "Offloaded to host RAM, per GPU process:",
+    per_node: "per node",
+    processes: "processes",
 };
 
 const ZH: ParallelText = ParallelText {
@@ -185,6 +191,8 @@ const ZH: ParallelText = ParallelText {
     considered: "个布局已估算",
     copy: "复制",
     host_ram: "卸载到主机内存（每个 GPU 进程）：",
+    per_node: "每节点",
+    processes: "个进程",
 };
 
 impl Lang {

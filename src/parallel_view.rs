@@ -402,7 +402,7 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
                         {format!(" — {} {:.1} %", t.headroom, p.headroom * 100.0)}
                     </p>
                     <ul class="rank-list">{rank_bars(state, &p.ranks, p.usable_bytes)}</ul>
-                    {host_ram(state, &p.ranks)}
+                    {host_ram(state, &p.ranks, p.gpus / p.layout.nodes.max(1))}
                     <button type="button" class="secondary small" data-testid="plan-use" on:click=move |_| use_plan(state, &plan_for_button)>{t.use_layout}</button>
                     {launch}
                 </li>
@@ -438,13 +438,23 @@ fn plan_results(state: AppState, r: PlanResult) -> impl IntoView {
 fn host_ram(
     state: AppState,
     ranks: &[vram_core::train::ranks::RankEstimate],
+    processes_per_node: u64,
 ) -> Option<impl IntoView> {
     let bytes = ranks.iter().map(|r| r.host_bytes).max().unwrap_or(0);
     (bytes > 0).then(|| {
         let t = state.lang.get_untracked().parallel();
+        let node = bytes.saturating_mul(processes_per_node.max(1));
         view! {
-            <p class="hint" data-testid="plan-host-ram" data-bytes=bytes.to_string()>
-                {format!("{} {}", t.host_ram, state.fmt_bytes(bytes))}
+            <p class="hint" data-testid="plan-host-ram" data-bytes=bytes.to_string() data-node-bytes=node.to_string()>
+                {format!(
+                    "{} {} · {} ({} × {}): {}",
+                    t.host_ram,
+                    state.fmt_bytes(bytes),
+                    t.per_node,
+                    processes_per_node.max(1),
+                    t.processes,
+                    state.fmt_bytes(node)
+                )}
             </p>
         }
     })

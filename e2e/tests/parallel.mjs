@@ -74,6 +74,8 @@ test('plan: Llama-3.1-8B training on one RTX 4090 proposes DeepSpeed offload and
   const host = Math.max(...cli.plans[0].ranks.map((r) => r.host_bytes));
   const shown = await page.getAttribute('[data-testid="plan-item"] >> nth=0 >> [data-testid="plan-host-ram"]', 'data-bytes');
   assertEq(shown, String(host), 'host RAM of the first plan = vram plan --json');
+  const node = await page.getAttribute('[data-testid="plan-item"] >> nth=0 >> [data-testid="plan-host-ram"]', 'data-node-bytes');
+  assertEq(node, String(host * cli.plans[0].gpus), 'per node: every process of the (one) node');
   await page.click('[data-testid="plan-use"] >> nth=0');
   await waitVerdictTotal(page, cli.plans[0].max_rank_device_bytes);
 });

@@ -185,9 +185,12 @@ fn render(
         ));
         let host = p.ranks.iter().map(|r| r.host_bytes).max().unwrap_or(0);
         if host > 0 {
+            let per_node = (p.gpus / p.layout.nodes.max(1)).max(1);
             out.push_str(&format!(
-                "   host RAM for offloaded states: {} GiB per GPU process\n",
-                gib(host)
+                "   host RAM for offloaded states: {} GiB per GPU process, {} GiB per node ({per_node} process{})\n",
+                gib(host),
+                gib(host.saturating_mul(per_node)),
+                if per_node == 1 { "" } else { "es" }
             ));
         }
         for r in &p.ranks {
