@@ -550,19 +550,9 @@ pub fn ranks(
         // ---- activations ----
         let flight = in_flight(layout, i as u64, m);
         let (acts, layer_peak) = if layout.framework == Framework::Hf {
-            // Data parallel only: the single-GPU walk's activations per rank.
-            // What one GPU's step adds beyond its model states and saved activations (the
-            // optimizer's step temporary is not live in backward, where this peaks).
-            let base = single
-                .weights_bytes
-                .saturating_add(single.gradients_bytes)
-                .saturating_add(single.optimizer_bytes)
-                .saturating_add(single.buffers_bytes);
-            let transient = single
-                .peak_allocated_bytes
-                .saturating_sub(base)
-                .saturating_sub(single.activations_bytes);
-            (single.activations_bytes, transient)
+            // The single-GPU walk's activations per rank (its phases, in `hf_fsdp2_phases` or
+            // the tensor-parallel part's, give the peaks).
+            (single.activations_bytes, 0)
         } else {
             let per_layer: Vec<u64> = layer_specs
                 .iter()
@@ -640,39 +630,9 @@ pub fn ranks(
             .saturating_add(tp_gather)
             .saturating_add(gathered)
             .saturating_add(cp_kv);
-        let logits_transient =
-            if sp_params.has_head && i == stages.len() - 1 && layout.framework != Framework::Hf {
-                tokens.saturating_mul(vpad).saturating_mul(e) / tp
-            } else {
-                0
-            };
-        let ce_grad =
-            if sp_params.has_head && i == stages.len() - 1 && layout.framework != Framework::Hf {
-                tokens.saturating_mul(vpad).saturating_mul(4) / tp
-            } else {
-                0
-            };
         let persistent = weights.saturating_add(grads).saturating_add(states);
-        let tied_end_peak = layout.framework == Framework::Hf && spec.tie_word_embeddings;
-        let forward = persistent
-            .saturating_add(comm)
-            .saturating_add(acts)
-            .saturating_add(logits_transient);
-        let backward = persistent
-            .saturating_add(comm)
-            .saturating_add(acts)
-            .saturating_add(if tied_end_peak {
-                // The one-GPU step peaks at the tied embedding's backward, the last node: the
-                // moment the root group's gradients are reduce-scattered.
-                layer_peak.max(ce_grad).saturating_add(reduce_scatter)
-            } else {
-                layer_peak.max(ce_grad).max(reduce_scatter)
-            });
-        let optimizer = persistent.saturating_add(temp);
-        // transformers' tensor parallelism without FSDP2: the rank runs the one-GPU step of its
-        // part of the model (`hf_tp`), whose steady-state phases are its figures. HF with FSDP2:
-        // that step's moments with FSDP2's gathered groups (`hf_fsdp2_phases`).
         let (forward, backward, optimizer) = if layout.framework == Framework::Hf && layout.fsdp2 {
+            // HF with FSDP2: one GPU's step at FSDP2's moments with its gathered groups.
             let unsharded = single.param_bytes.max(1);
             hf_fsdp2_phases(
                 single,
@@ -710,14 +670,40 @@ pub fn ranks(
                 },
                 (weights, grads, states, temp),
             )
-        } else if layout.framework == Framework::Hf && tp > 1 {
+        } else if layout.framework == Framework::Hf {
+            // transformers' tensor parallelism (the other HF layout that gets here): the rank runs
+            // the one-GPU step of its part of the model (`hf_tp`), whose steady-state phases are
+            // its figures.
             (
                 super::parallel::phase_peak(&single.phases, &["forward_2"]),
                 super::parallel::phase_peak(&single.phases, &["backward_2"]),
                 super::parallel::phase_peak(&single.phases, &["optimizer_2"]),
             )
         } else {
-            (forward, backward, optimizer)
+            // Megatron / torchtitan: the last stage's logits in forward, the cross-entropy's
+            // gradient or one layer's backward (whichever is larger) beside the reduce buffers.
+            let head = sp_params.has_head && i == stages.len() - 1;
+            let logits_transient = if head {
+                tokens.saturating_mul(vpad).saturating_mul(e) / tp
+            } else {
+                0
+            };
+            let ce_grad = if head {
+                tokens.saturating_mul(vpad).saturating_mul(4) / tp
+            } else {
+                0
+            };
+            (
+                persistent
+                    .saturating_add(comm)
+                    .saturating_add(acts)
+                    .saturating_add(logits_transient),
+                persistent
+                    .saturating_add(comm)
+                    .saturating_add(acts)
+                    .saturating_add(layer_peak.max(ce_grad).max(reduce_scatter)),
+                persistent.saturating_add(temp),
+            )
         };
         let (peak_phase, peak) = [
             ("forward", forward),
