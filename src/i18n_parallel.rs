@@ -121,6 +121,8 @@ pub struct ParallelText {
     pub host_ram: &'static str,
     /// "per node" (the host RAM of every process on one node).
     pub per_node: &'static str,
+    /// One GPU process (of one node).
+    pub process: &'static str,
     /// GPU processes (of one node).
     pub processes: &'static str,
 }
@@ -145,7 +147,7 @@ const EN: ParallelText = ParallelText {
     communication: "communication",
     in_flight: "micro-batches in flight",
     plan: "Plan a layout",
-    plan_hint: "Every layout of this model on up to N GPUs of the chosen type that leaves 5 % free on every rank, best first: fewest GPUs, TP inside a node, everything on the GPUs before offload to host RAM, smallest pipeline bubble, largest micro-batch.",
+    plan_hint: "Every layout of this model on up to N GPUs of the chosen type that leaves 5 % free on every rank, best first: everything on the GPUs before offload to host RAM, then fewest GPUs, TP inside a node, smallest pipeline bubble, largest micro-batch.",
     gpus_available: "GPUs available",
     gpus_per_node: "GPUs per node",
     find: "Find layouts that fit",
@@ -157,6 +159,7 @@ const EN: ParallelText = ParallelText {
     copy: "Copy",
     host_ram: "Offloaded to host RAM, per GPU process:",
     per_node: "per node",
+    process: "process",
     processes: "processes",
 };
 
@@ -180,7 +183,7 @@ const ZH: ParallelText = ParallelText {
     communication: "通信缓冲",
     in_flight: "同时在途的微批",
     plan: "规划并行布局",
-    plan_hint: "列出该模型在最多 N 张所选 GPU 上、每个 rank 都留有 5% 余量的所有布局，按优先级排序：GPU 最少、TP 不跨节点、全部放在 GPU 上优先于卸载到主机内存、流水线气泡最小、微批最大。",
+    plan_hint: "列出该模型在最多 N 张所选 GPU 上、每个 rank 都留有 5% 余量的所有布局，按优先级排序：全部放在 GPU 上优先于卸载到主机内存，其次 GPU 最少、TP 不跨节点、流水线气泡最小、微批最大。",
     gpus_available: "可用 GPU 数",
     gpus_per_node: "每节点 GPU 数",
     find: "查找放得下的布局",
@@ -192,6 +195,7 @@ const ZH: ParallelText = ParallelText {
     copy: "复制",
     host_ram: "卸载到主机内存（每个 GPU 进程）：",
     per_node: "每节点",
+    process: "个进程",
     processes: "个进程",
 };
 

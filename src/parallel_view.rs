@@ -447,12 +447,12 @@ fn host_ram(
         view! {
             <p class="hint" data-testid="plan-host-ram" data-bytes=bytes.to_string() data-node-bytes=node.to_string()>
                 {format!(
-                    "{} {} · {} ({} × {}): {}",
+                    "{} {} · {} ({} {}): {}",
                     t.host_ram,
                     state.fmt_bytes(bytes),
                     t.per_node,
                     processes_per_node.max(1),
-                    t.processes,
+                    if processes_per_node <= 1 { t.process } else { t.processes },
                     state.fmt_bytes(node)
                 )}
             </p>
