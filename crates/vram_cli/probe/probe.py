@@ -733,6 +733,339 @@ def check_positions(torch, model, scenario, mode):
                               "; use --seq %d or less" % (limit - (1 if mode == "infer" else 0))))
 
 
+# --------------------------------------------------------------------------------------------------
+# torchtitan (`--framework torchtitan`)
+# --------------------------------------------------------------------------------------------------
+
+# The torchtitan release the probe drives (its library functions, not its Trainer: no dataset,
+# tokenizer or checkpoint). torchtitan 0.3 moved to a config-driven API and always wraps the model
+# with fully_shard; 0.2.x is the one with `parallelize_llama` / `pipeline_llm` as library calls.
+TORCHTITAN_SERIES = "0.2"
+
+# configs whose architecture torchtitan's Llama 3 model is: RMSNorm, RoPE, SwiGLU, no biases
+TORCHTITAN_LLAMA_TYPES = ("llama", "mistral")
+
+
+def import_torchtitan(device_type):
+    """torchtitan's Llama 3 model and its parallelization functions. torchtitan picks its device
+    type at import (`tools.utils.device_type`, "cuda" when no accelerator is found): on CPU the
+    meshes must be CPU (gloo) meshes."""
+    try:
+        import torchtitan.tools.utils as tt_utils
+        import torchtitan.distributed.parallel_dims as tt_dims
+        from torchtitan.config import JobConfig
+        from torchtitan.distributed import ParallelDims
+        from torchtitan.distributed import utils as tt_dist
+        from torchtitan.distributed.pipeline_parallel import pipeline_llm
+        from torchtitan.components.loss import cross_entropy_loss
+        from torchtitan.components.optimizer import build_optimizers
+        from torchtitan.models.llama3.model.model import Transformer
+        from torchtitan.models.llama3.model.args import TransformerModelArgs
+        from torchtitan.models.llama3.infra.parallelize import parallelize_llama
+    except ImportError as e:
+        raise ProbeFailure("missing_package",
+                           "--framework torchtitan needs torchtitan %s.x (pip install 'torchtitan==0.2.2'; "
+                           "scripts/python-env.sh --torchtitan): %s" % (TORCHTITAN_SERIES, e))
+    version = module_version("torchtitan") or "?"
+    if not version.startswith(TORCHTITAN_SERIES + "."):
+        raise ProbeFailure("missing_package",
+                           "--framework torchtitan drives torchtitan %s.x's library functions; found %s "
+                           "(pip install 'torchtitan==0.2.2')" % (TORCHTITAN_SERIES, version))
+    tt_utils.device_type = device_type
+    tt_dims.device_type = device_type
+    if hasattr(tt_dist, "device_type"):
+        tt_dist.device_type = device_type
+    return {
+        "JobConfig": JobConfig, "ParallelDims": ParallelDims, "dist": tt_dist,
+        "pipeline_llm": pipeline_llm, "loss": cross_entropy_loss, "build_optimizers": build_optimizers,
+        "Transformer": Transformer, "Args": TransformerModelArgs, "parallelize": parallelize_llama,
+        "version": version,
+    }
+
+
+def torchtitan_model_args(tt, raw, seq_len):
+    """torchtitan's `TransformerModelArgs` of a HF Llama-family config. torchtitan derives the MLP
+    width from `dim` (int(8·dim/3), times `ffn_dim_multiplier`, rounded up to `multiple_of`):
+    `multiple_of` = intermediate_size with a multiplier that keeps the product at or below it
+    gives the config's width exactly."""
+    def need(key):
+        v = raw.get(key)
+        if not isinstance(v, int) or v <= 0:
+            raise ProbeFailure("bad_config", "%s: expected a positive integer for torchtitan's Llama, found %r" % (key, v))
+        return v
+    model_type = raw.get("model_type")
+    if model_type not in TORCHTITAN_LLAMA_TYPES:
+        raise ProbeFailure("unsupported_architecture",
+                           "model_type %r: --framework torchtitan measures torchtitan's Llama 3 model (%s configs)"
+                           % (model_type, ", ".join(TORCHTITAN_LLAMA_TYPES)))
+    if raw.get("tie_word_embeddings"):
+        raise ProbeFailure("unsupported_architecture",
+                           "tie_word_embeddings: torchtitan's Llama 3 has an untied output layer")
+    if raw.get("attention_bias") or raw.get("mlp_bias"):
+        raise ProbeFailure("unsupported_architecture", "attention_bias / mlp_bias: torchtitan's Llama 3 has no biases")
+    h, f, heads = need("hidden_size"), need("intermediate_size"), need("num_attention_heads")
+    head_dim = raw.get("head_dim")
+    if head_dim is not None and head_dim != h // heads:
+        raise ProbeFailure("unsupported_architecture",
+                           "head_dim %r: torchtitan's Llama 3 uses hidden_size / num_attention_heads = %d" % (head_dim, h // heads))
+    base = int(2 * 4 * h / 3)
+    return tt["Args"](
+        dim=h, n_layers=need("num_hidden_layers"), n_heads=heads,
+        n_kv_heads=raw.get("num_key_value_heads") or heads, vocab_size=need("vocab_size"),
+        multiple_of=f, ffn_dim_multiplier=None if base <= f else (f / base) * 0.999,
+        norm_eps=float(raw.get("rms_norm_eps", 1e-5)), rope_theta=float(raw.get("rope_theta", 10000.0)),
+        max_seq_len=seq_len,
+    )
+
+
+def torchtitan_job(tt, scenario, world):
+    """torchtitan's JobConfig for the scenario's layout: TP (with sequence parallel and loss
+    parallel, torchtitan's defaults), PP (1F1B over the micro-batches of `global_batch`), FSDP2
+    over the remaining ranks with MixedPrecisionPolicy(param_dtype, reduce_dtype=float32)."""
+    layout = scenario.get("layout") or {}
+    tp, pp = int(layout.get("tp", 1)), int(layout.get("pp", 1))
+    for key in ("cp", "ep", "vpp"):
+        if int(layout.get(key, 1)) > 1:
+            raise ProbeFailure("unsupported_scenario", "--%s: the torchtitan probe measures TP, PP and FSDP2" % key)
+    if world % (tp * pp) != 0:
+        raise ProbeFailure("unsupported_scenario", "tp %d × pp %d does not divide the %d ranks" % (tp, pp, world))
+    dp = world // (tp * pp)
+    if dp > 1 and not layout.get("fsdp2"):
+        raise ProbeFailure("unsupported_scenario",
+                           "%d data-parallel ranks: torchtitan shards them with FSDP2 (--fsdp2)" % dp)
+    if layout.get("fsdp2") and dp == 1:
+        raise ProbeFailure("unsupported_scenario", "--fsdp2 with one data-parallel rank (tp × pp = the ranks)")
+    if int(layout.get("hsdp_replicas", 1)) > 1:
+        raise ProbeFailure("unsupported_scenario", "--hsdp-replicas: measured with --framework hf")
+    b, s = int(scenario["batch"]), int(scenario["seq_len"])
+    global_batch = int(layout.get("global_batch", 0) or 0)
+    micro_batches = max(1, global_batch // max(1, b * dp)) if global_batch else 1
+    if pp > 1 and micro_batches < pp:
+        raise ProbeFailure("unsupported_scenario",
+                           "pp %d runs 1F1B over at least %d micro-batches: --global-batch %d or more"
+                           % (pp, pp, pp * b * dp))
+    if micro_batches > 1 and pp == 1:
+        raise ProbeFailure("unsupported_scenario",
+                           "--global-batch without --pp: gradient accumulation is not measured")
+    jc = tt["JobConfig"]()
+    jc.parallelism.tensor_parallel_degree = tp
+    jc.parallelism.pipeline_parallel_degree = pp
+    jc.parallelism.data_parallel_shard_degree = dp
+    jc.parallelism.pipeline_parallel_schedule = "1F1B"
+    jc.parallelism.pipeline_parallel_microbatch_size = b
+    jc.parallelism.fsdp_reshard_after_forward = (
+        "default" if layout.get("reshard_after_forward", True) else "never")
+    jc.training.local_batch_size = b * micro_batches
+    jc.training.seq_len = s
+    mp = scenario.get("mixed_precision", "none")
+    if scenario.get("dtype") != "fp32":
+        raise ProbeFailure("unsupported_scenario",
+                           "dtype %s: torchtitan keeps fp32 parameters (mixed precision through FSDP2's policy: "
+                           "--dtype fp32 --mixed-precision bf16)" % scenario.get("dtype"))
+    if mp not in ("none", "bf16"):
+        raise ProbeFailure("unsupported_scenario", "mixed_precision %s: torchtitan runs bf16 or fp32" % mp)
+    jc.training.mixed_precision_param = "bfloat16" if mp == "bf16" else "float32"
+    if scenario.get("optimizer", "adamw") != "adamw":
+        raise ProbeFailure("unsupported_scenario", "optimizer %s: measured with torchtitan's AdamW" % scenario.get("optimizer"))
+    recompute = layout.get("recompute", "none")
+    if scenario.get("grad_checkpointing"):
+        recompute = "full"
+    if recompute == "selective":
+        raise ProbeFailure("unsupported_scenario", "--recompute selective: torchtitan's op-level AC is not measured")
+    jc.activation_checkpoint.mode = recompute
+    jc.compile.enable = False
+    dims = tt["ParallelDims"](dp_replicate=1, dp_shard=dp, cp=1, tp=tp, pp=pp, ep=1, etp=1, world_size=world)
+    if hasattr(dims, "build_mesh"):
+        dims.build_mesh()
+    return jc, dims, micro_batches
+
+
+def titan_stage_fqns(n_layers, pp):
+    """Module names per pipeline stage as `Layout::stage_layers` splits them (an uneven split gives
+    the earlier stages one more layer), the embedding first and the norm and output last."""
+    base, extra = divmod(n_layers, pp)
+    out, first = [], 0
+    for i in range(pp):
+        n = base + (1 if i < extra else 0)
+        names = ["layers.%d" % l for l in range(first, first + n)]
+        first += n
+        if i == 0:
+            names.insert(0, "tok_embeddings")
+        if i == pp - 1:
+            names += ["norm", "output"]
+        out.append(names)
+    return out
+
+
+def measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info):
+    """`measure` for `--framework torchtitan`: every rank under torchrun (one process too)."""
+    if scenario.get("mode", "train") != "train":
+        raise ProbeFailure("unsupported_scenario", "--framework torchtitan measures training steps")
+    if scenario.get("lora"):
+        raise ProbeFailure("unsupported_scenario", "LoRA with --framework torchtitan: measured with --framework hf")
+    rank, world = distributed_world()
+    init_distributed(torch, device)
+    doc["rank"] = rank
+    doc["world_size"] = world
+    doc["measured"] = {}
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.cuda.init()
+        tracker = CudaTracker(torch, device)
+        dev_info["driver"] = tracker.nvml.driver
+    else:
+        tracker = CpuTracker(torch)
+    phase_name = ["load"]
+    orig_phase = tracker.phase
+
+    @contextlib.contextmanager
+    def named_phase(name):
+        phase_name[0] = name
+        with orig_phase(name):
+            yield
+    tracker.phase = named_phase
+    try:
+        return measure_torchtitan(torch, args, scenario, doc, notes, device, tracker)
+    except Exception as e:
+        if isinstance(e, ProbeFailure) or not is_oom(torch, e):
+            with contextlib.suppress(Exception):
+                tracker.finish(failed_phase=phase_name[0])
+            raise
+        records = tracker.finish(failed_phase=phase_name[0])
+        doc["measured"]["phases"] = records
+        peak = max((r["peak_allocated_bytes"] for r in records), default=0)
+        doc["status"] = "oom"
+        doc["error"] = {"kind": "oom", "phase": phase_name[0], "allocated_bytes": None,
+                        "peak_allocated_bytes": peak,
+                        "message": "does not fit: OOM in phase %s after %.2f GiB" % (phase_name[0], peak / GIB),
+                        "detail": str(e).splitlines()[0] if str(e) else type(e).__name__}
+        return doc
+
+
+def measure_torchtitan(torch, args, scenario, doc, notes, device, tracker):
+    """One torchtitan training step twice on this rank: the model built and initialized, then
+    parallelized as torchtitan's Trainer does (`parallelize_llama`, or `pipeline_llm` with it), the
+    step as `Trainer.train_step` runs it (loss parallel under TP, autocast only without
+    FSDP/TP/PP, the pipeline schedule's `step`, `clip_grad_norm_`, fused AdamW)."""
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FSDPModule
+    tt = import_torchtitan(device.type)
+    doc["environment"]["torchtitan"] = tt["version"]
+    try:
+        with open(args["config"], "r", encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ProbeFailure("bad_config", "%s: cannot read the config as JSON (%s)" % (args["config"], e))
+    if not isinstance(raw, dict):
+        raise ProbeFailure("bad_config", "%s: expected a JSON object" % args["config"])
+    rank, world = distributed_world()
+    b, s = int(scenario["batch"]), int(scenario["seq_len"])
+    model_args = torchtitan_model_args(tt, raw, s)
+    jc, dims, micro_batches = torchtitan_job(tt, scenario, world)
+    pp = dims.pp
+    if pp > 1:
+        if model_args.n_layers < pp:
+            raise ProbeFailure("unsupported_scenario", "pp %d is more than the %d layers" % (pp, model_args.n_layers))
+        jc.parallelism.module_fqns_per_model_part = titan_stage_fqns(model_args.n_layers, pp)
+    measured = doc["measured"]
+    measured["counting"] = tracker.counting
+    with tracker.phase("load"):
+        # built and initialized whole, then parallelized: the same shards as torchtitan's meta-device
+        # init, without its DTensor random-init collectives (their gloo outputs outlive the load)
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = tt["Transformer"](model_args)
+        with torch.no_grad():
+            model.init_weights(buffer_device=device)
+        if pp > 1:
+            schedule, parts, first, last = tt["pipeline_llm"](
+                model, dims, jc, device, model_args, tt["parallelize"], tt["loss"])
+            del model
+        else:
+            parts = [tt["parallelize"](model, dims, jc)]
+            schedule, first, last = None, True, True
+        for m in parts:
+            for mod in m.modules():
+                if isinstance(mod, FSDPModule) and device.type == "cpu":
+                    # gloo has no PREMUL_SUM: torchtitan's gradient_divide_factor 1.0 as a SUM
+                    # reduce-scatter (the same buffers)
+                    mod.set_force_sum_reduction_for_comms(True)
+            m.train()
+        opts = tt["build_optimizers"](parts, jc.optimizer, dims)
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    params = [p for m in parts for p in m.parameters()]
+    seen = set()
+    measured["weights_bytes"] = unique_storage_bytes(params, seen)
+    measured["buffers_bytes"] = unique_storage_bytes([t for m in parts for t in m.buffers()], seen)
+    measured["total_params"] = sum(local_tensor(p).numel() for p in params)
+    measured["trainable_params"] = measured["total_params"]
+    measured["trainable_bytes"] = measured["weights_bytes"]
+    measured["optimizer_impl"] = "torchtitan AdamW (%s)" % jc.optimizer.implementation
+    stage = dims.get_mesh("pp").get_local_rank() if pp > 1 else 0
+    doc["model"] = {
+        "class": "torchtitan.models.llama3.Transformer",
+        "model_type": raw.get("model_type"),
+        "head": "causal-lm",
+        "attn_implementation": model_args.attn_type,
+        "param_dtypes": {str(local_tensor(params[0]).dtype).replace("torch.", ""): measured["total_params"]} if params else {},
+        "gradient_checkpointing": jc.activation_checkpoint.mode != "none",
+        "pipeline_stage": stage,
+    }
+    notes.append("torchtitan %s: tp %d (sequence + loss parallel), pp %d%s, FSDP2 over %d rank%s; stage %d of this rank"
+                 % (tt["version"], dims.tp, pp, " (1F1B, %d micro-batches)" % micro_batches if pp > 1 else "",
+                    dims.dp_shard, "" if dims.dp_shard == 1 else "s", stage))
+    loss_parallel = dims.tp_enabled and not jc.parallelism.disable_loss_parallel
+    train_context = tt["dist"].get_train_context(loss_parallel)
+    amp = tt["dist"].maybe_enable_amp(dims, jc.training.mixed_precision_param, device.type)
+    vocab = model_args.vocab_size
+    # every micro-batch of the step (the schedule splits them), or the one batch
+    ids = prompt_ids(torch, vocab, b * micro_batches, s, device, measured)
+    loss_fn = tt["loss"]
+    pp_mesh = dims.get_mesh("pp") if pp > 1 else None
+    for step in (1, 2):
+        sfx = "" if step == 1 else "_2"
+        if pp > 1:
+            # the schedule runs every micro-batch's forward and backward inside one call
+            with tracker.phase("step" + sfx):
+                with train_context():
+                    losses = [] if last else None
+                    target = ids if last else None
+                    if first:
+                        schedule.step(ids, target=target, losses=losses, return_outputs=False)
+                    else:
+                        schedule.step(target=target, losses=losses, return_outputs=False)
+                del losses
+        else:
+            with tracker.phase("forward" + sfx):
+                with train_context():
+                    with amp:
+                        pred = parts[0](ids)
+                        loss = loss_fn(pred, ids) / (b * s)
+                    del pred  # as Trainer.forward_backward_step, before backward
+            with tracker.phase("backward" + sfx):
+                with train_context():
+                    loss.backward()
+                del loss
+        if step == 1:
+            measured["gradients_bytes"] = unique_storage_bytes(p.grad for p in params if p.grad is not None)
+        with tracker.phase("optimizer" + sfx):
+            tt["dist"].clip_grad_norm_(params, 1.0, foreach=True, pp_mesh=pp_mesh)
+            opts.step()
+            if step == 1:
+                states, steps = 0, 0
+                for o in opts.optimizers:
+                    st, sp = optimizer_state_bytes(torch, o)
+                    states, steps = states + st, steps + sp
+                measured["optimizer_bytes"] = states
+                measured["optimizer_step_bytes"] = steps
+            # Trainer.train_step opens with zero_grad (set to None); done here, nothing runs between
+            opts.zero_grad()
+    measured["phases"] = tracker.finish()
+    return doc
+
+
 def run_train(torch, model, head, scenario, device, tracker, measured, autocast):
     b, s = int(scenario["batch"]), int(scenario["seq_len"])
     params = [p for p in model.parameters() if p.requires_grad]
@@ -983,6 +1316,8 @@ def measure(args):
     check_scenario(scenario)
     device, dev_info = resolve_device(torch, args["device"])
     doc["device"] = dev_info
+    if (scenario.get("layout") or {}).get("framework") == "torchtitan":
+        return measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info)
     config, model_type = load_config(transformers, args["config"], notes)
     mode = scenario.get("mode", "train")
     mp = scenario.get("mixed_precision", "none")

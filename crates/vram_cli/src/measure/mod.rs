@@ -85,11 +85,21 @@ pub fn parse_device(s: &str) -> anyhow::Result<String> {
     }
 }
 
+/// Whether the layout is measured under torchrun: FSDP2 or transformers' tensor parallelism with
+/// the HF framework, any torchtitan layout (TP, PP, FSDP2 through torchtitan's own functions).
+fn is_distributed(s: &Scenario) -> bool {
+    use vram_core::layout::Framework;
+    match s.layout.framework {
+        Framework::Hf => s.layout.fsdp2 || s.layout.tp > 1,
+        Framework::Torchtitan => true,
+        Framework::Megatron => false,
+    }
+}
+
 /// Refuses, before starting Python, the scenario parts one process on one device cannot run.
 pub fn check_measurable(s: &Scenario) -> anyhow::Result<()> {
     let mut not = Vec::new();
-    let distributed = (s.layout.fsdp2 || s.layout.tp > 1)
-        && s.layout.framework == vram_core::layout::Framework::Hf;
+    let distributed = is_distributed(s);
     if s.gpus != 1 && !distributed {
         not.push(format!("--gpus {}", s.gpus));
     }
@@ -198,10 +208,16 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         scenario.gpus = a.nproc;
     }
     a.layout.apply(&mut scenario, a.tp, true)?;
-    let distributed = scenario.layout.fsdp2 || scenario.layout.tp > 1;
+    let distributed = is_distributed(&scenario);
     if a.nproc > 1 && !distributed {
         anyhow::bail!(
-            "--nproc {}: distributed measurement runs FSDP2 (--fsdp2) or tensor-parallel (--tp) layouts",
+            "--nproc {}: distributed measurement runs FSDP2 (--fsdp2) or tensor-parallel (--tp) layouts, or --framework torchtitan",
+            a.nproc
+        );
+    }
+    if scenario.layout.framework == vram_core::layout::Framework::Torchtitan && a.nproc < 2 {
+        anyhow::bail!(
+            "--nproc: expected 2 or more ranks for --framework torchtitan (launched with torchrun), found {}",
             a.nproc
         );
     }
@@ -246,7 +262,14 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     let run = python::run_probe(&python, why, &args, a.verbose)?;
     let out = parse_probe_output(&run, &python)?;
     let mut report = build_report(out, &scenario, &a.config, &name, &text, &effective)?;
-    report.estimate = estimate_for(&effective.text, &name, &scenario, &device, &report.measured);
+    report.estimate = estimate_for(
+        &effective.text,
+        &name,
+        &scenario,
+        &device,
+        &report.measured,
+        None,
+    );
 
     let json_to_stdout = a.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
@@ -303,8 +326,14 @@ fn run_distributed(
     for run in &runs {
         let out = parse_probe_output(run, python)?;
         let mut report = build_report(out, scenario, &a.config, name, text, effective)?;
-        report.estimate =
-            estimate_for(&effective.text, name, scenario, &a.device, &report.measured);
+        report.estimate = estimate_for(
+            &effective.text,
+            name,
+            scenario,
+            &a.device,
+            &report.measured,
+            Some(reports.len() as u64),
+        );
         reports.push(report);
     }
     let doc = report::RanksReport {
@@ -342,6 +371,7 @@ fn estimate_for(
     scenario: &Scenario,
     device: &str,
     measured: &report::Measured,
+    rank: Option<u64>,
 ) -> Option<compare::EstimateComparison> {
     let overheads = vram_core::report::DeviceOverheads::default();
     // On CPU, PyTorch's dropout and SDPA-with-dropout kernels allocate differently from CUDA's; the
@@ -369,13 +399,26 @@ fn estimate_for(
         Mode::Train => vram_core::train::estimate_training_counting(
             &spec, scenario, &overheads, counting,
         )
-        .map(|e| {
-            compare::compare(
+        .map(|e| match rank.and_then(|r| stage_rank(&e, scenario, r)) {
+            // a pipeline stage's own figures (the headline is the largest stage's)
+            Some(stage) => {
+                let (terms, phases) = stage_comparison(stage, scenario.layout.pp > 1);
+                compare::compare(
+                    &format!(
+                        "vram_core {version} training model, pipeline stage {}",
+                        stage.stage
+                    ),
+                    &terms,
+                    &phases,
+                    measured,
+                )
+            }
+            None => compare::compare(
                 &format!("vram_core {version} training model"),
                 &e.terms,
                 &e.phases,
                 measured,
-            )
+            ),
         }),
         Mode::Infer => vram_core::infer::estimate_inference(&spec, scenario, &overheads).map(|e| {
             compare::compare(
@@ -393,6 +436,55 @@ fn estimate_for(
             None
         }
     }
+}
+
+/// The rank kind of torchrun rank `rank` when the kinds differ by pipeline stage (Megatron /
+/// torchtitan layouts; torchtitan's mesh puts `pp` outermost, so rank `r` is on stage
+/// `r / (gpus / pp)`).
+fn stage_rank<'a>(
+    e: &'a vram_core::train::TrainEstimate,
+    scenario: &Scenario,
+    rank: u64,
+) -> Option<&'a vram_core::train::ranks::RankEstimate> {
+    if scenario.layout.framework == vram_core::layout::Framework::Hf || e.ranks.len() < 2 {
+        return None;
+    }
+    let per_stage = (scenario.gpus / scenario.layout.pp.max(1)).max(1);
+    let stage = rank / per_stage;
+    e.ranks
+        .iter()
+        .find(|r| r.stage <= stage && stage <= r.last_stage)
+}
+
+/// The compared terms and phases of one rank kind. A pipeline schedule runs every micro-batch's
+/// forward and backward inside one `step()`, measured as one phase `step_2`: its estimate is the
+/// larger of the stage's forward and backward peaks.
+fn stage_comparison(
+    r: &vram_core::train::ranks::RankEstimate,
+    pipeline: bool,
+) -> (Vec<vram_core::report::Term>, Vec<vram_core::report::Phase>) {
+    let term = |key: &str, bytes: u64| vram_core::report::Term {
+        key: key.into(),
+        bytes,
+        formula: format!("pipeline stage {}", r.stage),
+        source: "train/ranks.rs".into(),
+    };
+    let terms = vec![
+        term("weights", r.weights_bytes),
+        term("gradients", r.gradients_bytes),
+        term("optimizer", r.optimizer_bytes),
+    ];
+    let mut phases = vram_core::train::rank_phases(r);
+    if pipeline {
+        let persistent = r.weights_bytes + r.gradients_bytes + r.optimizer_bytes;
+        phases.push(vram_core::report::Phase {
+            name: "step_2".into(),
+            allocated_bytes: persistent,
+            peak_allocated_bytes: r.forward_peak_bytes.max(r.backward_peak_bytes),
+            components: Vec::new(),
+        });
+    }
+    (terms, phases)
 }
 
 /// Writes to stdout; a closed pipe (`vram measure ... | head`) is not an error.

@@ -26,6 +26,7 @@ use crate::spec::ModelSpec;
 use crate::units::group_thousands;
 use serde::{Deserialize, Serialize};
 
+pub use parallel::rank_phases;
 pub use solve::{max_batch, max_seq_len, Budget, BudgetKind};
 
 /// The training budget (`train` in `vram estimate --json`). Device figures are per GPU.

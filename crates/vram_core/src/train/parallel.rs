@@ -62,6 +62,51 @@ pub(super) fn phase_peak(phases: &[Phase], names: &[&str]) -> u64 {
         .unwrap_or(0)
 }
 
+/// The steady-state phases of one rank kind (the second step's: the optimizer states exist from
+/// its start). Every figure has the rank's model states; activations and communication buffers
+/// live through forward and backward.
+pub fn rank_phases(top: &RankEstimate) -> Vec<Phase> {
+    let persistent = top.weights_bytes + top.gradients_bytes + top.optimizer_bytes;
+    ["forward_2", "backward_2", "optimizer_2"]
+        .iter()
+        .zip([
+            top.forward_peak_bytes,
+            top.backward_peak_bytes,
+            top.optimizer_peak_bytes,
+        ])
+        .map(|(name, peak)| {
+            let acts = if *name == "optimizer_2" {
+                0
+            } else {
+                top.activations_bytes
+            };
+            Phase {
+                name: (*name).into(),
+                allocated_bytes: persistent,
+                peak_allocated_bytes: peak,
+                components: vec![
+                    ("weights".into(), top.weights_bytes),
+                    ("gradients".into(), top.gradients_bytes),
+                    ("optimizer".into(), top.optimizer_bytes),
+                    ("activations".into(), acts),
+                    (
+                        "communication".into(),
+                        if *name == "optimizer_2" {
+                            0
+                        } else {
+                            top.communication_bytes
+                        },
+                    ),
+                    (
+                        "transient".into(),
+                        peak.saturating_sub(persistent + acts + top.communication_bytes),
+                    ),
+                ],
+            }
+        })
+        .collect()
+}
+
 /// The estimate of a model-parallel (or FSDP2) layout: every rank kind, the largest as headline.
 pub(super) fn estimate(
     spec: &ModelSpec,
@@ -141,45 +186,7 @@ pub(super) fn estimate(
     let dp = layout.dp(gpus);
     // Steady-state phases: every figure has the optimizer states and the gradient buffers
     // (Megatron allocates its fp32 main-gradient buffer with the model).
-    let phases = ["forward_2", "backward_2", "optimizer_2"]
-        .iter()
-        .zip([
-            top.forward_peak_bytes,
-            top.backward_peak_bytes,
-            top.optimizer_peak_bytes,
-        ])
-        .map(|(name, peak)| {
-            let persistent = top.weights_bytes + top.gradients_bytes + top.optimizer_bytes;
-            let acts = if *name == "optimizer_2" {
-                0
-            } else {
-                top.activations_bytes
-            };
-            Phase {
-                name: (*name).into(),
-                allocated_bytes: persistent,
-                peak_allocated_bytes: peak,
-                components: vec![
-                    ("weights".into(), top.weights_bytes),
-                    ("gradients".into(), top.gradients_bytes),
-                    ("optimizer".into(), top.optimizer_bytes),
-                    ("activations".into(), acts),
-                    (
-                        "communication".into(),
-                        if *name == "optimizer_2" {
-                            0
-                        } else {
-                            top.communication_bytes
-                        },
-                    ),
-                    (
-                        "transient".into(),
-                        peak.saturating_sub(persistent + acts + top.communication_bytes),
-                    ),
-                ],
-            }
-        })
-        .collect();
+    let phases = rank_phases(&top);
     let layout_line = format!(
         "{} GPUs = tp {} × pp {}{} × cp {} × dp {dp}{}{}{}; {} framework",
         gpus,

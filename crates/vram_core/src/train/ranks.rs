@@ -239,6 +239,7 @@ fn layer_activation_bytes(
     layout: &Layout,
     tokens: u64,
     e: u64,
+    counting: super::Counting,
 ) -> u64 {
     let h = spec.hidden_size;
     let tp = layout.tp.max(1);
@@ -256,6 +257,20 @@ fn layer_activation_bytes(
         // torchtitan: RMSNorm input sharded (SequenceParallel), the all-gathered linear input
         // saved whole by the colwise linears.
         _ => (norms * h, norms * h),
+    };
+    // torchtitan's `nn.RMSNorm` (`F.rms_norm`): on CUDA the fused kernel (`_fused_rms_norm`)
+    // saves its input and the fp32 1/rms per token; on CPU the composite op saves the input
+    // upcast to fp32, the 1/rms and the fp32 normalized input (for the weight's gradient), in
+    // every compute dtype (measured: docs/measurements/ranks).
+    let norm_region = if layout.framework == Framework::Torchtitan {
+        0
+    } else {
+        norm_region
+    };
+    let norm_bytes = if layout.framework == Framework::Torchtitan {
+        norms * rms_norm_saved_bytes(h, e, counting)
+    } else {
+        0
     };
     let local = layout.framework == Framework::Megatron
         && layout.transformer_impl == crate::layout::TransformerImpl::Local;
@@ -309,7 +324,10 @@ fn layer_activation_bytes(
     } else {
         0
     };
-    let per_token_sp = norm_region.saturating_mul(e).saturating_add(dropout_masks);
+    let per_token_sp = norm_region
+        .saturating_mul(e)
+        .saturating_add(dropout_masks)
+        .saturating_add(norm_bytes);
     let lse = layer.attention.map_or(0, |a| 4 * a.num_heads);
     tokens
         .saturating_mul(per_token_sp)
@@ -321,6 +339,30 @@ fn layer_activation_bytes(
                 .div_ceil(tp),
         )
         .saturating_add(expert_bytes)
+}
+
+/// Elements of the word embedding (the vocabulary rows × their width), whole.
+fn embedding_elements(spec: &ModelSpec) -> u64 {
+    spec.tensors
+        .iter()
+        .filter(|t| {
+            t.component == Component::Embedding && t.shape.first() == Some(&spec.vocab_size)
+        })
+        .map(|t| t.numel())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Bytes per token that `F.rms_norm` saves of a hidden vector of `h` elements in a compute dtype
+/// of `e` bytes: on CUDA the fused kernel's input and fp32 1/rms (`_fused_rms_norm`, whose
+/// backward recomputes the normalized input); on CPU the composite op's fp32 upcast input, 1/rms
+/// and normalized input `x · rstd` (kept for the weight's gradient).
+fn rms_norm_saved_bytes(h: u64, e: u64, counting: super::Counting) -> u64 {
+    if counting == super::Counting::CpuExact {
+        h.saturating_mul(8).saturating_add(4)
+    } else {
+        h.saturating_mul(e).saturating_add(4)
+    }
 }
 
 /// Elements per token the attention core saves: q, k, v, the output (also the output
@@ -543,20 +585,37 @@ pub fn ranks(
                 } else {
                     0
                 };
+                // torchtitan's vocabulary-parallel embedding (`RowwiseParallel` on `nn.Embedding`)
+                // computes its gradient whole (a `Replicate` DTensor); without FSDP2's
+                // reduce-scatter that whole gradient is the `.grad`, and the optimizer step
+                // redistributes it to the weight's row shard (a copy of this rank's rows).
+                let (g, temp) = if layout.framework == Framework::Torchtitan
+                    && tp > 1
+                    && !layout.fsdp2
+                    && sp_params.has_embedding
+                {
+                    let whole = embedding_elements(spec).saturating_mul(pe);
+                    (
+                        g.saturating_add(whole - whole / tp),
+                        temp.saturating_add(whole / tp),
+                    )
+                } else {
+                    (g, temp)
+                };
                 (w, g, st, temp, gathered, rs, 0)
             }
         };
 
         // ---- activations ----
         let flight = in_flight(layout, i as u64, m);
-        let (acts, layer_peak) = if layout.framework == Framework::Hf {
+        let (acts, layer_peak, kept_per_micro, head_acts) = if layout.framework == Framework::Hf {
             // The single-GPU walk's activations per rank (its phases, in `hf_fsdp2_phases` or
             // the tensor-parallel part's, give the peaks).
-            (single.activations_bytes, 0)
+            (single.activations_bytes, 0, 0, 0)
         } else {
             let per_layer: Vec<u64> = layer_specs
                 .iter()
-                .map(|l| layer_activation_bytes(l, spec, layout, tokens, e))
+                .map(|l| layer_activation_bytes(l, spec, layout, tokens, e, counting))
                 .collect();
             let largest = per_layer.iter().copied().max().unwrap_or(0);
             let stage_full: u64 = per_layer.iter().copied().fold(0, u64::saturating_add);
@@ -576,16 +635,29 @@ pub fn ranks(
             } else {
                 flight
             };
+            let mut head_acts = 0;
             if sp_params.has_embedding {
                 // Token ids (int64) of each in-flight micro-batch.
                 acts = acts.saturating_add(tokens.saturating_mul(8).saturating_mul(flight_micro));
             }
             if sp_params.has_head && i == stages.len() - 1 {
                 // Final norm's input and output, and the cross-entropy's fp32 softmax over the
-                // vocabulary shard (vocab_parallel_cross_entropy saves exp(logits)).
-                acts = acts
-                    .saturating_add(tokens.saturating_mul(2 * spec.hidden_size * e) / sp)
-                    .saturating_add(tokens.saturating_mul(vpad).saturating_mul(4) / tp);
+                // vocabulary shard (vocab_parallel_cross_entropy saves exp(logits); torchtitan's
+                // loss-parallel log_softmax its output).
+                let h = spec.hidden_size;
+                let final_norm = if layout.framework == Framework::Torchtitan {
+                    // input (sequence shard), 1/rms, the CPU op's normalized input, and the
+                    // output layer's input gathered whole
+                    tokens
+                        .saturating_mul(rms_norm_saved_bytes(h, e, counting))
+                        .div_ceil(sp)
+                        .saturating_add(tokens.saturating_mul(h * e))
+                } else {
+                    tokens.saturating_mul(2 * h * e) / sp
+                };
+                head_acts =
+                    final_norm.saturating_add(tokens.saturating_mul(vpad).saturating_mul(4) / tp);
+                acts = acts.saturating_add(head_acts);
             }
             // One layer's backward: gradients of what it saved; under full recompute the layer's
             // activations are rebuilt first.
@@ -593,7 +665,7 @@ pub fn ranks(
                 Recompute::Full => largest.saturating_mul(2),
                 _ => largest,
             };
-            (acts, layer_peak)
+            (acts, layer_peak, kept_per_micro, head_acts)
         };
 
         // ---- communication through the allocator ----
@@ -670,6 +742,52 @@ pub fn ranks(
                 },
                 (weights, grads, states, temp),
             )
+        } else if layout.framework == Framework::Torchtitan && layout.fsdp2 {
+            let gather = if half { 2 } else { 4 };
+            let embedding = if sp_params.has_embedding {
+                embedding_elements(spec).div_ceil(tp)
+            } else {
+                0
+            };
+            let head = sp_params.has_head && i == stages.len() - 1;
+            titan_fsdp2_phases(TitanFsdp2 {
+                base: weights.saturating_add(states),
+                grads,
+                layer_acts: acts.saturating_sub(head_acts),
+                head_acts,
+                logits: if head {
+                    tokens.saturating_mul(vpad).saturating_mul(e) / tp
+                } else {
+                    0
+                },
+                logits_fp32: if head && e != 4 {
+                    tokens.saturating_mul(vpad).saturating_mul(4) / tp
+                } else {
+                    0
+                },
+                embedding_bytes: embedding.saturating_mul(gather),
+                layer_bytes: sp_params.largest_layer.saturating_mul(gather),
+                head_bytes: sp_params
+                    .root
+                    .saturating_sub(embedding)
+                    .saturating_mul(gather),
+                kept_layers_bytes: if layout.reshard_after_forward {
+                    0
+                } else {
+                    params
+                        .saturating_sub(sp_params.root)
+                        .saturating_sub(sp_params.largest_layer)
+                        .saturating_mul(gather)
+                },
+                // MixedPrecisionPolicy(reduce_dtype=float32): the reduce-scatter runs in fp32
+                reduce_per_gather: if half { 2 } else { 1 },
+                shard: (dp / layout.hsdp_replicas.max(1))
+                    .saturating_mul(layout.cp.max(1))
+                    .max(1),
+                gloo: counting == super::Counting::CpuExact,
+                temp,
+                layer_peak,
+            })
         } else if layout.framework == Framework::Hf {
             // transformers' tensor parallelism (the other HF layout that gets here): the rank runs
             // the one-GPU step of its part of the model (`hf_tp`), whose steady-state phases are
@@ -693,6 +811,32 @@ pub fn ranks(
             } else {
                 0
             };
+            // torchtitan with several micro-batches per step (a pipeline schedule, or gradient
+            // accumulation) and no FSDP2: after the first micro-batch every parameter's gradient
+            // is computed into a new tensor and then added to `.grad`. The output layer's (its
+            // vocabulary shard) comes first in a micro-batch's backward, beside all its
+            // activations; the embedding's (whole under TP) comes last, beside the other
+            // in-flight micro-batches' activations only.
+            let accumulating = layout.framework == Framework::Torchtitan && m > 1 && !layout.fsdp2;
+            let backward_accumulating = if accumulating {
+                let pe = if scenario.dtype == Dtype::Fp32 { 4 } else { 2 };
+                let vocab_grad = embedding_elements(spec).saturating_mul(pe);
+                let base = persistent.saturating_add(comm);
+                let output_layer = if head {
+                    base.saturating_add(acts).saturating_add(vocab_grad / tp)
+                } else {
+                    0
+                };
+                let embedding = if sp_params.has_embedding {
+                    base.saturating_add(acts.saturating_sub(kept_per_micro))
+                        .saturating_add(vocab_grad)
+                } else {
+                    0
+                };
+                output_layer.max(embedding)
+            } else {
+                0
+            };
             (
                 persistent
                     .saturating_add(comm)
@@ -701,7 +845,8 @@ pub fn ranks(
                 persistent
                     .saturating_add(comm)
                     .saturating_add(acts)
-                    .saturating_add(layer_peak.max(ce_grad).max(reduce_scatter)),
+                    .saturating_add(layer_peak.max(ce_grad).max(reduce_scatter))
+                    .max(backward_accumulating),
                 persistent.saturating_add(temp),
             )
         };
@@ -907,6 +1052,113 @@ fn hf_fsdp2_phases(
         .saturating_add(states)
         .saturating_add(temp)
         .saturating_add(single.buffers_bytes);
+    (forward, backward, optimizer)
+}
+
+/// The FSDP2 groups and tensors of one torchtitan rank (`apply_fsdp`: `fully_shard` on the
+/// embedding, on every block, on `[norm, output]` together, then on the root, with
+/// `MixedPrecisionPolicy(param_dtype, reduce_dtype=float32)`). Group bytes are unsharded, in the
+/// all-gather dtype.
+struct TitanFsdp2 {
+    /// Sharded weights and optimizer states (no gradients: `zero_grad` opens each step).
+    base: u64,
+    /// Sharded gradients (fp32 masters' dtype) after the step's reduce-scatters.
+    grads: u64,
+    /// The blocks' saved activations.
+    layer_acts: u64,
+    /// The final norm's and the loss's saved tensors.
+    head_acts: u64,
+    /// The logits in the compute dtype, and their fp32 copy for the loss under mixed precision.
+    logits: u64,
+    logits_fp32: u64,
+    embedding_bytes: u64,
+    layer_bytes: u64,
+    head_bytes: u64,
+    /// Every other block kept unsharded (`reshard_after_forward=False`).
+    kept_layers_bytes: u64,
+    /// Reduce-scatter bytes per all-gather byte (2: fp32 reduce of bf16 gradients).
+    reduce_per_gather: u64,
+    shard: u64,
+    /// gloo (CPU): its all-gather and reduce-scatter clone their buffers.
+    gloo: bool,
+    /// The optimizer step's temporary.
+    temp: u64,
+    /// One block's backward beyond its saved tensors: its gradient temporaries, and under full
+    /// recompute its activations rebuilt.
+    layer_peak: u64,
+}
+
+/// The phase peaks of a torchtitan FSDP2 rank from FSDP2's moments, as a profiler trace of
+/// `vram measure --framework torchtitan --fsdp2` shows them (docs/formulas/parallel.md §FSDP2):
+/// - an all-gather allocates its input (the shard cast to the gather dtype) and output; the
+///   output is held until the next group's all-gather completes, beside the unsharded parameters
+///   copied out of it;
+/// - forward peaks at the `[norm, output]` all-gather (every block's activations, the last block's
+///   held output) or at the loss (the head group unsharded, bf16 logits and their fp32 copy);
+/// - a group's backward ends in its reduce-scatter: the unsharded gradients in the gather dtype,
+///   the fp32 flat input, and (gloo) a clone of it; the previous group's input is freed first.
+///   The head group's comes while every block's activations live and the last block is
+///   prefetched; the embedding's comes last, beside every other group's sharded gradients.
+fn titan_fsdp2_phases(t: TitanFsdp2) -> (u64, u64, u64) {
+    let gloo = |x: u64| if t.gloo { x } else { 0 };
+    let base = t.base.saturating_add(t.kept_layers_bytes);
+    let forward = [
+        // inside the last block's forward: its parameters and held all-gather output, its
+        // temporaries (under full recompute, the activations it does not keep)
+        base.saturating_add(t.layer_acts)
+            .saturating_add(t.layer_bytes.saturating_mul(2))
+            .saturating_add(t.layer_peak / 2),
+        // the head group's all-gather: input shard, output (and gloo's clone), the last block's
+        // held output
+        base.saturating_add(t.layer_acts)
+            .saturating_add(t.layer_bytes)
+            .saturating_add(t.head_bytes.div_ceil(t.shard))
+            .saturating_add(t.head_bytes)
+            .saturating_add(gloo(t.head_bytes)),
+        // the output projection: the head group unsharded and its held all-gather output
+        base.saturating_add(t.layer_acts)
+            .saturating_add(t.head_bytes.saturating_mul(2))
+            .saturating_add(t.logits),
+        // the loss: the logits, their fp32 copy and the saved log-softmax
+        base.saturating_add(t.layer_acts)
+            .saturating_add(t.head_acts)
+            .saturating_add(t.head_bytes)
+            .saturating_add(t.logits)
+            .saturating_add(t.logits_fp32),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    let reduce = |x: u64| x.saturating_mul(t.reduce_per_gather);
+    // a group's reduce-scatter: its unsharded gradients and the fp32 input, or (gloo) the input,
+    // its clone and the sharded output once the gradients are freed
+    let reduce_scatter = |x: u64| {
+        reduce(x).saturating_add(x.max(gloo(reduce(x)).saturating_add(reduce(x).div_ceil(t.shard))))
+    };
+    let grads_of = |x: u64| reduce(x).div_ceil(t.shard);
+    let backward = [
+        // inside a block's backward: the block and the next one prefetched unsharded, its
+        // gradients in the gather dtype, its temporaries beside the remaining activations
+        base.saturating_add(t.grads.saturating_sub(grads_of(t.embedding_bytes)))
+            .saturating_add(t.layer_acts)
+            .saturating_add(t.layer_bytes.saturating_mul(3))
+            .saturating_add(t.layer_peak),
+        // the head group's reduce-scatter, the last block prefetched
+        base.saturating_add(t.layer_acts)
+            .saturating_add(t.layer_bytes)
+            .saturating_add(reduce_scatter(t.head_bytes)),
+        // the first block's, the embedding prefetched, the later groups' gradients sharded
+        base.saturating_add(t.grads.saturating_sub(grads_of(t.embedding_bytes)))
+            .saturating_add(t.embedding_bytes)
+            .saturating_add(reduce_scatter(t.layer_bytes)),
+        // the embedding's, last: its dense gradient beside every other sharded gradient
+        base.saturating_add(t.grads.saturating_sub(grads_of(t.embedding_bytes)))
+            .saturating_add(reduce_scatter(t.embedding_bytes)),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    let optimizer = t.base.saturating_add(t.grads).saturating_add(t.temp);
     (forward, backward, optimizer)
 }
 
