@@ -48,4 +48,17 @@ tp qwen3-0.6b-2l-tp2-fp32-adamw-b1-s64 2 $P/Qwen__Qwen3-0.6B.json --set num_hidd
 tp gemma2-2b-2l-tp2-fp32-adamw-b1-s64-eager 2 $P/google__gemma-2-2b.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64 --attention eager
 tp_fsdp2 tinyllama-2l-untied-tp2-fsdp2-n4-fp32-adamw-b1-s64 4 2 $T --set num_hidden_layers=2 --set tie_word_embeddings=false --dtype fp32 --mixed-precision none --optimizer adamw --batch 1 --seq 64
 tp_fsdp2 qwen2-0.5b-2l-tp2-fsdp2-n4-fp32-adamw-b2-s64 4 2 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --optimizer adamw --batch 2 --seq 64
+# torchtitan 0.2's own parallelize_llama / pipeline_llm (TP with sequence and loss parallel, 1F1B,
+# FSDP2 with its mixed-precision policy) on its Llama 3 model built from the config's dimensions
+titan() { local id=$1 n=$2; shift 2; run "$id" "$@" --framework torchtitan --nproc "$n" --optimizer adamw --dtype fp32; }
+SU="$S --set tie_word_embeddings=false"
+titan titan-tinyllama-2l-tp2-fp32-b2-s128 2 $T --set num_hidden_layers=2 --tp 2 --mixed-precision none --batch 2 --seq 128
+titan titan-tinyllama-4l-pp2-fp32-b1x4-s128 2 $T --set num_hidden_layers=4 --pp 2 --mixed-precision none --batch 1 --global-batch 4 --seq 128
+titan titan-tinyllama-2l-fsdp2-n2-mixed-b2-s128 2 $T --set num_hidden_layers=2 --fsdp2 --mixed-precision bf16 --batch 2 --seq 128
+titan titan-tinyllama-2l-fsdp2-n2-mixed-b2-s256-full-ac 2 $T --set num_hidden_layers=2 --fsdp2 --mixed-precision bf16 --batch 2 --seq 256 --recompute full
+titan titan-tinyllama-4l-tp2-pp2-fp32-b1x4-s128 4 $T --set num_hidden_layers=4 --tp 2 --pp 2 --mixed-precision none --batch 1 --global-batch 4 --seq 128
+titan titan-tinyllama-2l-tp2-fsdp2-n4-mixed-b2-s128 4 $T --set num_hidden_layers=2 --tp 2 --fsdp2 --mixed-precision bf16 --batch 2 --seq 128
+titan titan-smollm2-4l-untied-tp3-fp32-b2-s192 3 $SU --set num_hidden_layers=4 --tp 3 --mixed-precision none --batch 2 --seq 192
+titan titan-smollm2-4l-untied-fsdp2-n4-fp32-b2-s256 4 $SU --set num_hidden_layers=4 --fsdp2 --mixed-precision none --batch 2 --seq 256
+titan titan-smollm2-6l-untied-pp2-fp32-b2x4-s128 2 $SU --set num_hidden_layers=6 --pp 2 --mixed-precision none --batch 2 --global-batch 8 --seq 128
 python3 scripts/ranks-summary.py "$OUT_DIR"

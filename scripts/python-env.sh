@@ -7,7 +7,8 @@
 # The venv holds torch, transformers, peft and accelerate at pinned versions (PyPI only; torch's
 # Linux x86-64 wheel from PyPI pulls the CUDA runtime packages, ~4 GB in all). The pins match the
 # GPU machine the CUDA matrix is prepared for (torch 2.15, transformers 5.24), so CPU and CUDA
-# reports come from the same library code.
+# reports come from the same library code. torchtitan 0.2.2 (`vram measure --framework
+# torchtitan`) is installed with the others' versions held (a constraints file).
 #
 # Fast no-op when the venv already imports the pinned versions. Prints the python path on stdout
 # (last line) so callers can do: PY=$(scripts/python-env.sh | tail -1).
@@ -18,13 +19,14 @@ TORCH_VERSION="2.15.0"
 TRANSFORMERS_VERSION="5.24.0"
 PEFT_VERSION="0.21.2"
 ACCELERATE_VERSION="1.15.0"
+TORCHTITAN_VERSION="0.2.2"
 
 PY="$VENV/bin/python"
 check() {
-  "$PY" - "$TORCH_VERSION" "$TRANSFORMERS_VERSION" "$PEFT_VERSION" "$ACCELERATE_VERSION" <<'PYEOF' 2>/dev/null
+  "$PY" - "$TORCH_VERSION" "$TRANSFORMERS_VERSION" "$PEFT_VERSION" "$ACCELERATE_VERSION" "$TORCHTITAN_VERSION" <<'PYEOF' 2>/dev/null
 import sys
 from importlib.metadata import version
-want = dict(zip(["torch", "transformers", "peft", "accelerate"], sys.argv[1:]))
+want = dict(zip(["torch", "transformers", "peft", "accelerate", "torchtitan"], sys.argv[1:]))
 for name, v in want.items():
     have = version(name)
     if have.split("+")[0] != v:
@@ -33,7 +35,7 @@ PYEOF
 }
 
 if [ -x "$PY" ] && check; then
-  echo "python-env: $VENV already has torch $TORCH_VERSION, transformers $TRANSFORMERS_VERSION, peft $PEFT_VERSION, accelerate $ACCELERATE_VERSION" >&2
+  echo "python-env: $VENV already has torch $TORCH_VERSION, transformers $TRANSFORMERS_VERSION, peft $PEFT_VERSION, accelerate $ACCELERATE_VERSION, torchtitan $TORCHTITAN_VERSION" >&2
   echo "$PY"
   exit 0
 fi
@@ -53,6 +55,12 @@ mkdir -p "$(dirname "$VENV")"
   "transformers==$TRANSFORMERS_VERSION" \
   "peft==$PEFT_VERSION" \
   "accelerate==$ACCELERATE_VERSION" >&2
+# torchtitan's own requirements (datasets, tokenizers, tensorboard, ...) without moving the pins
+CONSTRAINTS="$(mktemp)"
+printf 'torch==%s\ntransformers==%s\npeft==%s\naccelerate==%s\n' \
+  "$TORCH_VERSION" "$TRANSFORMERS_VERSION" "$PEFT_VERSION" "$ACCELERATE_VERSION" > "$CONSTRAINTS"
+"$PY" -m pip install --quiet --progress-bar off -c "$CONSTRAINTS" "torchtitan==$TORCHTITAN_VERSION" >&2
+rm -f "$CONSTRAINTS"
 check || { echo "python-env: installed, but the pinned versions do not import from $VENV" >&2; exit 1; }
 echo "python-env: ready at $VENV" >&2
 echo "$PY"

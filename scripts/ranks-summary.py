@@ -10,12 +10,15 @@ import sys
 
 d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "docs", "measurements", "ranks")
 rows = []
-errors = {"fsdp2": [], "tp": [], "tp+fsdp2": []}
+errors = {"fsdp2": [], "tp": [], "tp+fsdp2": [], "titan": []}
 states_exact = True
 for path in sorted(glob.glob(os.path.join(d, "*.json"))):
     doc = json.load(open(path))
     case = os.path.basename(path)[:-5]
-    kind = ("tp+fsdp2" if "-tp" in case else "fsdp2") if "-fsdp2-" in case else "tp"
+    if case.startswith("titan-"):
+        kind = "titan"
+    else:
+        kind = ("tp+fsdp2" if "-tp" in case else "fsdp2") if "-fsdp2-" in case else "tp"
     for rank, r in enumerate(doc["ranks"]):
         est = r.get("estimate") or {}
         comps = {c["key"]: c for c in est.get("components", [])}
@@ -31,7 +34,7 @@ for path in sorted(glob.glob(os.path.join(d, "*.json"))):
                 e = p["peak_allocated"]["error_percent"]
                 peaks.append("%s / %s (%+.1f %%)" % (format(p["peak_allocated"]["measured_bytes"], ","),
                                                     format(p["peak_allocated"]["estimated_bytes"], ","), e))
-                if p["name"] == "backward_2" or p["name"] == "forward_2" or p["name"] == "optimizer_2":
+                if p["name"] in ("forward_2", "backward_2", "optimizer_2", "step_2"):
                     errors[kind].append(abs(e))
         rows.append("| %s | %d | %s | %s |" % (case, rank, " / ".join(states), " · ".join(peaks)))
 def stats(errs):
@@ -53,14 +56,23 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "  `vram estimate --train --framework hf --tp N --gpus N --device cpu`.",
        "- `-tpT-fsdp2-nN` cases: both on a 2-D mesh (`init_device_mesh((N / T, T))`): transformers' TP",
        "  inside each group of T ranks, FSDP2 over the N / T data-parallel ranks; the estimate is",
-       "  `vram estimate --train --framework hf --tp T --fsdp2 --gpus N --device cpu`.", "",
+       "  `vram estimate --train --framework hf --tp T --fsdp2 --gpus N --device cpu`.",
+       "- `titan-` cases: torchtitan 0.2.2's own functions on its Llama 3 model built from the config's",
+       "  dimensions (`vram measure --framework torchtitan`): `parallelize_llama` (TP with sequence and",
+       "  loss parallel, FSDP2 with `MixedPrecisionPolicy(param_dtype, reduce_dtype=float32)`, full",
+       "  activation checkpointing) and `pipeline_llm` (1F1B over `--global-batch / --batch`",
+       "  micro-batches; a stage's forward and backward run inside one `step_2`, compared with the",
+       "  larger of the stage's estimated forward and backward peaks), then `clip_grad_norm_` and fused",
+       "  AdamW; the estimate is `vram estimate --train --framework torchtitan ... --device cpu` for",
+       "  the rank's pipeline stage.", "",
        "The estimate is always for the same effective config (`--set` applied).",
        "Regenerate: `bash scripts/measure-ranks.sh [REGEX]` then `python3 scripts/ranks-summary.py`.", "",
        "Model states (weights / gradients / optimizer, bytes per rank): measured = estimated in every row: %s." % ("yes" if states_exact else "NO"),
        "Steady-state phase peaks (forward_2 · backward_2 · optimizer_2), measured / estimated bytes (error):",
        "- tensor parallel: %s;" % stats(errors["tp"]),
        "- FSDP2: %s;" % stats(errors["fsdp2"]),
-       "- tensor parallel × FSDP2: %s." % stats(errors["tp+fsdp2"]), "",
+       "- tensor parallel × FSDP2: %s;" % stats(errors["tp+fsdp2"]),
+       "- torchtitan (TP + SP, PP, FSDP2 and their combinations): %s." % stats(errors["titan"]), "",
        "Ranks of one case differ by what gloo still holds: outputs of its CPU collectives are released",
        "late, by a different amount on each rank and run (a bare 1 MiB all-reduce repeated 60 times left",
        "7–10 MiB allocated). Under tensor parallelism that is a few hidden-size tensors per step; under",
@@ -68,7 +80,7 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "up to 9 % in one phase). NCCL on CUDA has no such retention and the estimate does not model it:",
        "it is why measured peaks sit above the estimate on some ranks. Where no rank held such a",
        "buffer (Qwen2 at 2 and 4 ranks, TinyLlama under FSDP2), every rank and phase agrees within 0.1 %.", "",
-       "| case | rank | weights / gradients / optimizer (B) | forward_2 · backward_2 · optimizer_2 peak |",
+       "| case | rank | weights / gradients / optimizer (B) | forward_2 · backward_2 (or step_2) · optimizer_2 peak |",
        "|---|---|---|---|"] + rows + [""]
 open(os.path.join(d, "README.md"), "w").write("\n".join(out))
-print("\n".join(out[18:23]))
+print("\n".join(l for l in out if l.startswith("- ") and "phase peaks" in l or "measured = estimated" in l))

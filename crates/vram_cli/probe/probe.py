@@ -764,8 +764,8 @@ def import_torchtitan(device_type):
         from torchtitan.models.llama3.infra.parallelize import parallelize_llama
     except ImportError as e:
         raise ProbeFailure("missing_package",
-                           "--framework torchtitan needs torchtitan %s.x (pip install 'torchtitan==0.2.2'; "
-                           "scripts/python-env.sh --torchtitan): %s" % (TORCHTITAN_SERIES, e))
+                           "--framework torchtitan needs torchtitan %s.x (scripts/python-env.sh installs it; or "
+                           "pip install 'torchtitan==0.2.2'): %s" % (TORCHTITAN_SERIES, e))
     version = module_version("torchtitan") or "?"
     if not version.startswith(TORCHTITAN_SERIES + "."):
         raise ProbeFailure("missing_package",
@@ -970,13 +970,12 @@ def measure_torchtitan(torch, args, scenario, doc, notes, device, tracker):
     measured = doc["measured"]
     measured["counting"] = tracker.counting
     with tracker.phase("load"):
-        # built and initialized whole, then parallelized: the same shards as torchtitan's meta-device
-        # init, without its DTensor random-init collectives (their gloo outputs outlive the load)
+        # built on the meta device and parallelized, as torchtitan's Trainer does, then materialized
+        # on this rank and filled locally: torchtitan's `init_weights` on DTensors runs collectives
+        # whose gloo outputs outlive the load (the values do not change what a step allocates)
         torch.manual_seed(0)
-        with torch.device(device):
+        with torch.device("meta"):
             model = tt["Transformer"](model_args)
-        with torch.no_grad():
-            model.init_weights(buffer_device=device)
         if pp > 1:
             schedule, parts, first, last = tt["pipeline_llm"](
                 model, dims, jc, device, model_args, tt["parallelize"], tt["loss"])
@@ -984,6 +983,14 @@ def measure_torchtitan(torch, args, scenario, doc, notes, device, tracker):
         else:
             parts = [tt["parallelize"](model, dims, jc)]
             schedule, first, last = None, True, True
+        for m in parts:
+            m.to_empty(device=device)
+            with torch.no_grad():
+                if getattr(m, "freqs_cis", None) is not None:
+                    with torch.device(device):
+                        m.freqs_cis = m._precompute_freqs_cis()
+                for p in m.parameters():
+                    local_tensor(p).normal_(0.0, 0.02)
         for m in parts:
             for mod in m.modules():
                 if isinstance(mod, FSDPModule) and device.type == "cpu":

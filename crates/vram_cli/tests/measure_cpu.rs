@@ -451,3 +451,74 @@ fn transformers_tensor_parallel_on_two_ranks_matches_the_rank_estimate() {
         }
     }
 }
+
+/// `vram measure --nproc 2 --framework torchtitan --pp 2` runs torchtitan 0.2's `pipeline_llm`
+/// (1F1B over two micro-batches) on its Llama 3 model built from the config: each stage holds its
+/// layers, the first the embedding and the last the final norm and output layer, to the byte as
+/// the stage's estimate says; each stage's steady-state peak (the schedule's `step_2`, and
+/// `optimizer_2`) agrees within 3 % (issue 10).
+#[test]
+fn torchtitan_pipeline_on_two_ranks_matches_each_stage_estimate() {
+    let Some(py) = python() else { return };
+    let wide = TINY
+        .replace("\"hidden_size\": 64", "\"hidden_size\": 1024")
+        .replace("\"intermediate_size\": 128", "\"intermediate_size\": 256")
+        .replace("\"vocab_size\": 1000", "\"vocab_size\": 32000");
+    let cfg = temp_config("tiny-titan-pp.json", &wide);
+    let doc = measure_config(
+        &py,
+        &cfg,
+        &[
+            "--dtype",
+            "fp32",
+            "--mixed-precision",
+            "none",
+            "--optimizer",
+            "adamw",
+            "--batch",
+            "1",
+            "--global-batch",
+            "2",
+            "--seq",
+            "16",
+            "--framework",
+            "torchtitan",
+            "--pp",
+            "2",
+            "--nproc",
+            "2",
+        ],
+    );
+    let ranks = doc["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 2);
+    // One layer: q 1024·1024 + k, v 1024·512 each + o 1024·1024 + SwiGLU 3·1024·256 + two norms
+    // 2·1024 = 3,934,208. Stage 0 adds the embedding 32,000·1024 = 32,768,000; stage 1 the output
+    // layer (as many) and the final norm's 1,024.
+    let layer = 2 * 1_048_576 + 2 * 524_288 + 3 * 262_144 + 2 * 1_024;
+    assert_eq!(layer, 3_934_208);
+    let stage_params = [layer + 32_768_000, layer + 32_768_000 + 1_024];
+    for (stage, r) in ranks.iter().enumerate() {
+        let m = &r["measured"];
+        assert_eq!(r["outcome"], "ok");
+        assert_eq!(u(&m["weights_bytes"]), stage_params[stage] * 4);
+        assert_eq!(u(&m["gradients_bytes"]), stage_params[stage] * 4);
+        assert_eq!(u(&m["optimizer_bytes"]), stage_params[stage] * 8);
+        for d in r["estimate"]["components"].as_array().expect("components") {
+            assert_eq!(d["error_bytes"], 0, "{d}");
+        }
+        let phases = r["estimate"]["phases"].as_array().expect("phases");
+        let names: Vec<&str> = phases.iter().filter_map(|p| p["name"].as_str()).collect();
+        assert!(
+            names.contains(&"step_2") && names.contains(&"optimizer_2"),
+            "{names:?}"
+        );
+        for p in phases {
+            if p["name"].as_str().is_some_and(|n| n.ends_with("_2")) {
+                let e = p["peak_allocated"]["error_percent"]
+                    .as_f64()
+                    .expect("error");
+                assert!(e.abs() <= 3.0, "stage {stage}: {p}");
+            }
+        }
+    }
+}

@@ -660,3 +660,98 @@ fn planner_ranks_offload_after_on_gpu_layouts_and_states_its_host_ram() {
         && p.layout.hsdp_replicas == 2
         && p.summary.contains("HF + HSDP (2 replicas)")));
 }
+
+fn torchtitan(gpus: u64, tp: u64, pp: u64) -> Scenario {
+    Scenario {
+        dtype: Dtype::Fp32,
+        mixed_precision: MixedPrecision::None,
+        batch: 1,
+        seq_len: 1024,
+        gpus,
+        layout: Layout {
+            framework: Framework::Torchtitan,
+            tp,
+            pp,
+            ..Layout::default()
+        },
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn torchtitan_tp_keeps_the_whole_embedding_gradient_and_copies_its_rows_at_the_step() {
+    // TinyLlama, V 32,000 × h 2,048 = 65,536,000 embedding parameters, fp32. RowwiseParallel on
+    // nn.Embedding computes the weight's gradient as a Replicate DTensor: the whole 262,144,000 B
+    // beside this rank's 131,072,000 B of weight rows; AdamW's step copies the rank's rows out of
+    // it (measured on CPU: docs/measurements/ranks, titan-tinyllama-2l-tp2).
+    let e = train("TinyLlama__TinyLlama-1.1B-Chat-v1.0", &torchtitan(2, 2, 1));
+    let r = &e.ranks[0];
+    assert_eq!(r.gradients_bytes - r.weights_bytes, 131_072_000);
+    assert_eq!(
+        r.optimizer_peak_bytes - (r.weights_bytes + r.gradients_bytes + r.optimizer_bytes),
+        131_072_000
+    );
+}
+
+#[test]
+fn torchtitan_tp_activations_per_token_and_layer_are_worked_by_hand() {
+    // TinyLlama (h 2,048, 32 heads of 64, 4 K/V heads, f 5,632, 22 layers), fp32, TP 2 with
+    // sequence parallel, 1,024 tokens, CUDA. Per token and layer:
+    // - two norms, each its input 2,048 × 4 B and fp32 1/rms 4 B (fused rms_norm), ÷ SP 2: 8,196 B;
+    // - their all-gathered outputs, the colwise linears' inputs, whole: 2 × 8,192 = 16,384 B;
+    // - attention q + out 2 × 32 × 64 + k, v 4 × 128 = 4,608 elements × 4 B + log-sum-exp 32 × 4 B
+    //   = 18,560 B and SwiGLU 4 × 5,632 × 4 B = 90,112 B, ÷ TP 2: 54,336 B.
+    // 78,916 B. The stage adds the token ids (8 B), the final norm (8,196 × 1,024 / 2 B and the
+    // gathered 8,192 B per token) and the loss-parallel log-softmax 32,000 / 2 × 4 B per token.
+    let e = train("TinyLlama__TinyLlama-1.1B-Chat-v1.0", &torchtitan(2, 2, 1));
+    let t = 1024u64;
+    let expected = 22 * t * 78_916 + t * 8 + t * 8_196 / 2 + t * 8_192 + t * 16_000 * 4;
+    assert_eq!(e.ranks[0].activations_bytes, expected);
+    // On CPU the composite rms_norm keeps the fp32 input, the 1/rms and the normalized input:
+    // 16,388 B per norm and token instead of 8,196 → 16,384 B more per token and layer (÷ SP 2).
+    let cpu = vram_core::train::estimate_training_counting(
+        &spec("TinyLlama__TinyLlama-1.1B-Chat-v1.0"),
+        &torchtitan(2, 2, 1),
+        &DeviceOverheads::default(),
+        vram_core::train::Counting::CpuExact,
+    )
+    .unwrap();
+    assert_eq!(
+        cpu.ranks[0].activations_bytes - expected,
+        22 * t * 2 * 8_192 / 2 + t * 8_192 / 2
+    );
+}
+
+#[test]
+fn torchtitan_pipeline_micro_batches_after_the_first_add_a_vocabulary_gradient() {
+    // PP 2, 4 micro-batches of 128 tokens: from the second micro-batch on, a stage's backward
+    // computes each gradient into a new tensor before adding it to `.grad`. The first stage's
+    // largest is the embedding's (65,536,000 × 4 B), last in its backward, beside the other
+    // in-flight micro-batch's activations; the last stage's the output layer's, first, beside
+    // all of its micro-batch's activations.
+    let mut s = torchtitan(2, 1, 2);
+    s.seq_len = 128;
+    s.layout.global_batch = 4;
+    let e = train("TinyLlama__TinyLlama-1.1B-Chat-v1.0", &s);
+    let vocab_grad = 65_536_000 * 4;
+    let first = &e.ranks[0];
+    let last = &e.ranks[1];
+    let states = |r: &vram_core::train::ranks::RankEstimate| {
+        r.weights_bytes + r.gradients_bytes + r.optimizer_bytes + r.communication_bytes
+    };
+    assert_eq!(first.in_flight_micro_batches, 2);
+    // the first stage's activations: two micro-batches of layers and their token ids (8 B each);
+    // at the embedding's backward one micro-batch's layers are consumed
+    let ids = 2 * 128 * 8;
+    let layers_one_micro = (first.activations_bytes - ids) / 2;
+    assert_eq!(
+        first.backward_peak_bytes,
+        states(first) + first.activations_bytes - layers_one_micro + vocab_grad
+    );
+    // the pipeline stage also holds its forward output, the fp32 logits 128 × 32,000 × 4 B,
+    // until the micro-batch's backward is done
+    assert_eq!(
+        last.backward_peak_bytes,
+        states(last) + last.activations_bytes + 128 * 32_000 * 4 + vocab_grad
+    );
+}

@@ -787,6 +787,14 @@ pub fn ranks(
                 gloo: counting == super::Counting::CpuExact,
                 temp,
                 layer_peak,
+                // the loss's backward in fp32: loss parallel's decomposed NLL gradient (3 tensors
+                // of the rank's logits) under TP, the fused kernels' two otherwise
+                loss_grad: if head {
+                    let logits_fp32 = tokens.saturating_mul(vpad).saturating_mul(4) / tp;
+                    logits_fp32.saturating_mul(if tp > 1 { 3 } else { 2 })
+                } else {
+                    0
+                },
             })
         } else if layout.framework == Framework::Hf {
             // transformers' tensor parallelism (the other HF layout that gets here): the rank runs
@@ -801,15 +809,38 @@ pub fn ranks(
             // Megatron / torchtitan: the last stage's logits in forward, the cross-entropy's
             // gradient or one layer's backward (whichever is larger) beside the reduce buffers.
             let head = sp_params.has_head && i == stages.len() - 1;
-            let logits_transient = if head {
-                tokens.saturating_mul(vpad).saturating_mul(e) / tp
-            } else {
-                0
-            };
-            let ce_grad = if head {
+            let titan = layout.framework == Framework::Torchtitan;
+            // one fp32 tensor of the rank's logits (`L`)
+            let logits_fp32 = if head {
                 tokens.saturating_mul(vpad).saturating_mul(4) / tp
             } else {
                 0
+            };
+            let logits_transient = if head {
+                let logits = tokens.saturating_mul(vpad).saturating_mul(e) / tp;
+                if titan {
+                    // torchtitan's loss: `pred.float()` (a copy under mixed precision); under TP
+                    // loss parallel's log-softmax is DTensor's decomposed one: the shifted logits
+                    // and their `exp` live at once, one fp32 tensor more than the saved output
+                    // counted in the activations (the fused CPU / CUDA kernel has none)
+                    let copy = if e == 4 { 0 } else { logits_fp32 };
+                    let parallel = if tp > 1 { logits_fp32 } else { 0 };
+                    logits.saturating_add(copy).saturating_add(parallel)
+                } else {
+                    logits
+                }
+            } else {
+                0
+            };
+            let ce_grad = if titan && tp > 1 {
+                // loss parallel's NLL backward: a zeroed gradient, the `exp` of the saved output
+                // and their sum, beside the saved output (traced on CPU)
+                3 * logits_fp32
+            } else if titan {
+                // fused kernels: the NLL gradient, then the log-softmax's
+                2 * logits_fp32
+            } else {
+                logits_fp32
             };
             // torchtitan with several micro-batches per step (a pipeline schedule, or gradient
             // accumulation) and no FSDP2: after the first micro-batch every parameter's gradient
@@ -817,13 +848,22 @@ pub fn ranks(
             // vocabulary shard) comes first in a micro-batch's backward, beside all its
             // activations; the embedding's (whole under TP) comes last, beside the other
             // in-flight micro-batches' activations only.
+            // torch.distributed.pipelining's stage keeps its forward output (the last stage's
+            // logits) until that micro-batch's backward is done
+            let held_output = if titan && layout.pp > 1 && head {
+                tokens.saturating_mul(vpad).saturating_mul(e) / tp
+            } else {
+                0
+            };
             let accumulating = layout.framework == Framework::Torchtitan && m > 1 && !layout.fsdp2;
             let backward_accumulating = if accumulating {
                 let pe = if scenario.dtype == Dtype::Fp32 { 4 } else { 2 };
                 let vocab_grad = embedding_elements(spec).saturating_mul(pe);
                 let base = persistent.saturating_add(comm);
                 let output_layer = if head {
-                    base.saturating_add(acts).saturating_add(vocab_grad / tp)
+                    base.saturating_add(acts)
+                        .saturating_add(held_output)
+                        .saturating_add(vocab_grad / tp)
                 } else {
                     0
                 };
@@ -837,16 +877,36 @@ pub fn ranks(
             } else {
                 0
             };
+            // torchtitan's `train_step` opens with `zero_grad`: one micro-batch's forward runs
+            // without gradients (Megatron keeps its main-gradient buffer allocated)
+            let forward_grads = if layout.framework == Framework::Torchtitan && m == 1 {
+                grads
+            } else {
+                0
+            };
             (
                 persistent
+                    .saturating_sub(forward_grads)
                     .saturating_add(comm)
                     .saturating_add(acts)
                     .saturating_add(logits_transient),
-                persistent
-                    .saturating_add(comm)
-                    .saturating_add(acts)
-                    .saturating_add(layer_peak.max(ce_grad).max(reduce_scatter))
-                    .max(backward_accumulating),
+                if forward_grads > 0 {
+                    // no gradients when backward starts: the activations and the loss's
+                    // gradient first, every gradient (and no activation) at the end
+                    persistent
+                        .saturating_sub(forward_grads)
+                        .saturating_add(comm)
+                        .saturating_add(acts)
+                        .saturating_add(layer_peak.max(ce_grad))
+                        .max(persistent.saturating_add(comm))
+                } else {
+                    persistent
+                        .saturating_add(comm)
+                        .saturating_add(acts)
+                        .saturating_add(held_output)
+                        .saturating_add(layer_peak.max(ce_grad).max(reduce_scatter))
+                }
+                .max(backward_accumulating),
                 persistent.saturating_add(temp),
             )
         };
@@ -1086,6 +1146,8 @@ struct TitanFsdp2 {
     /// One block's backward beyond its saved tensors: its gradient temporaries, and under full
     /// recompute its activations rebuilt.
     layer_peak: u64,
+    /// The loss's backward beyond its saved log-softmax (the gradients of the fp32 logits).
+    loss_grad: u64,
 }
 
 /// The phase peaks of a torchtitan FSDP2 rank from FSDP2's moments, as a profiler trace of
@@ -1137,6 +1199,11 @@ fn titan_fsdp2_phases(t: TitanFsdp2) -> (u64, u64, u64) {
     };
     let grads_of = |x: u64| reduce(x).div_ceil(t.shard);
     let backward = [
+        // the loss's backward: every saved tensor, the head group still unsharded
+        base.saturating_add(t.layer_acts)
+            .saturating_add(t.head_acts)
+            .saturating_add(t.head_bytes)
+            .saturating_add(t.loss_grad),
         // inside a block's backward: the block and the next one prefetched unsharded, its
         // gradients in the gather dtype, its temporaries beside the remaining activations
         base.saturating_add(t.grads.saturating_sub(grads_of(t.embedding_bytes)))
