@@ -897,6 +897,17 @@ def titan_stage_fqns(n_layers, pp):
     return out
 
 
+def make_tracker(torch, device, dev_info):
+    """The live-bytes tracker of the device (CUDA's allocator and NVML, or the CPU profiler)."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.cuda.init()
+        tracker = CudaTracker(torch, device)
+        dev_info["driver"] = tracker.nvml.driver
+        return tracker
+    return CpuTracker(torch)
+
+
 def measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info):
     """`measure` for `--framework torchtitan`: every rank under torchrun (one process too)."""
     if scenario.get("mode", "train") != "train":
@@ -908,13 +919,7 @@ def measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info
     doc["rank"] = rank
     doc["world_size"] = world
     doc["measured"] = {}
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        torch.cuda.init()
-        tracker = CudaTracker(torch, device)
-        dev_info["driver"] = tracker.nvml.driver
-    else:
-        tracker = CpuTracker(torch)
+    tracker = make_tracker(torch, device, dev_info)
     phase_name = ["load"]
     orig_phase = tracker.phase
 
@@ -1348,13 +1353,7 @@ def measure(args):
         doc["world_size"] = world
         # every rank builds the same random model, as a checkpoint load would give
         torch.manual_seed(0)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-        torch.cuda.init()
-        tracker = CudaTracker(torch, device)
-        dev_info["driver"] = tracker.nvml.driver
-    else:
-        tracker = CpuTracker(torch)
+    tracker = make_tracker(torch, device, dev_info)
     measured["counting"] = tracker.counting
     phase_name = "load"
     try:

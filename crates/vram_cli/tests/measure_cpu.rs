@@ -350,24 +350,25 @@ fn a_python_that_is_not_there_or_prints_nothing_is_an_error_not_a_panic() {
 
 #[test]
 fn multi_gpu_scenarios_are_refused_before_python_starts() {
-    let cfg = temp_config("tiny-zero.json", TINY);
+    let err = refused_before_python("tiny-zero.json", &["--gpus", "2", "--zero", "3"]);
+    assert!(err.contains("estimate-only: --gpus 2, --zero 3"), "{err}");
+}
+
+/// `vram measure` of TINY with `flags` and a Python that does not exist: exit 2 with one line on
+/// stderr (returned), so nothing reached Python.
+fn refused_before_python(file: &str, flags: &[&str]) -> String {
+    let cfg = temp_config(file, TINY);
+    let mut args = vec!["measure", cfg.to_str().expect("utf-8")];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--python", "/nonexistent"]);
     let out = Command::new(env!("CARGO_BIN_EXE_vram"))
-        .args([
-            "measure",
-            cfg.to_str().expect("utf-8"),
-            "--gpus",
-            "2",
-            "--zero",
-            "3",
-            "--python",
-            "/nonexistent",
-        ])
+        .args(&args)
         .output()
         .expect("vram runs");
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("estimate-only: --gpus 2, --zero 3"), "{err}");
+    err
 }
 
 /// `vram measure CFG` on two ranks under torchrun (fp32 AdamW, 16 tokens) with the layout flags
@@ -405,6 +406,14 @@ fn fsdp2_on_two_ranks_holds_half_of_each_model_state_on_every_rank() {
     }
 }
 
+/// TINY with hidden size 1024, MLP width 256 and 32,000 tokens: a 4-head (head_dim 256), 2-K/V-head
+/// model whose model states dwarf gloo's late-released buffers.
+fn wide_tiny() -> String {
+    TINY.replace("\"hidden_size\": 64", "\"hidden_size\": 1024")
+        .replace("\"intermediate_size\": 128", "\"intermediate_size\": 256")
+        .replace("\"vocab_size\": 1000", "\"vocab_size\": 32000")
+}
+
 /// `vram measure --nproc 2 --framework hf --tp 2` applies transformers' own tensor-parallel plan
 /// on two ranks: every projection, the embedding and lm_head are halved, the norms stay whole and
 /// the embedding's gradient is computed whole, to the byte as the per-rank estimate says; the
@@ -416,10 +425,7 @@ fn transformers_tensor_parallel_on_two_ranks_matches_the_rank_estimate() {
     // late (hidden-size tensors, and on some runs one rank's gathered logits), by a different
     // amount on each rank and run (docs/measurements/ranks); wide layers and a large vocabulary
     // make the model states dwarf that, as in real models.
-    let wide = TINY
-        .replace("\"hidden_size\": 64", "\"hidden_size\": 1024")
-        .replace("\"intermediate_size\": 128", "\"intermediate_size\": 256")
-        .replace("\"vocab_size\": 1000", "\"vocab_size\": 32000");
+    let wide = wide_tiny();
     let cfg = temp_config("tiny-tp.json", &wide);
     let doc = measure_two_ranks(&py, &cfg, &["--framework", "hf", "--tp", "2"]);
     let ranks = doc["ranks"].as_array().expect("ranks");
@@ -436,18 +442,24 @@ fn transformers_tensor_parallel_on_two_ranks_matches_the_rank_estimate() {
         assert_eq!(u(&m["weights_bytes"]), local * 4);
         assert_eq!(u(&m["gradients_bytes"]), (local + 16_384_000) * 4);
         assert_eq!(u(&m["optimizer_bytes"]), local * 8);
-        for d in r["estimate"]["components"].as_array().expect("components") {
-            if ["weights", "gradients", "optimizer"].contains(&d["key"].as_str().unwrap_or("")) {
-                assert_eq!(d["error_bytes"], 0, "{d}");
-            }
+        assert_rank_matches_its_estimate(r, 3.0);
+    }
+}
+
+/// A rank's weights, gradients and optimizer states equal its estimate to the byte, and each
+/// steady-state phase peak (`*_2`) agrees within `percent`.
+fn assert_rank_matches_its_estimate(r: &serde_json::Value, percent: f64) {
+    for d in r["estimate"]["components"].as_array().expect("components") {
+        if ["weights", "gradients", "optimizer"].contains(&d["key"].as_str().unwrap_or("")) {
+            assert_eq!(d["error_bytes"], 0, "{d}");
         }
-        for p in r["estimate"]["phases"].as_array().expect("phases") {
-            if p["name"].as_str().is_some_and(|n| n.ends_with("_2")) {
-                let e = p["peak_allocated"]["error_percent"]
-                    .as_f64()
-                    .expect("error");
-                assert!(e.abs() <= 3.0, "{p}");
-            }
+    }
+    for p in r["estimate"]["phases"].as_array().expect("phases") {
+        if p["name"].as_str().is_some_and(|n| n.ends_with("_2")) {
+            let e = p["peak_allocated"]["error_percent"]
+                .as_f64()
+                .expect("error");
+            assert!(e.abs() <= percent, "{p}");
         }
     }
 }
@@ -460,32 +472,20 @@ fn transformers_tensor_parallel_on_two_ranks_matches_the_rank_estimate() {
 #[test]
 fn torchtitan_pipeline_on_two_ranks_matches_each_stage_estimate() {
     let Some(py) = python() else { return };
-    let wide = TINY
-        .replace("\"hidden_size\": 64", "\"hidden_size\": 1024")
-        .replace("\"intermediate_size\": 128", "\"intermediate_size\": 256")
-        .replace("\"vocab_size\": 1000", "\"vocab_size\": 32000");
+    let wide = wide_tiny();
     let cfg = temp_config("tiny-titan-pp.json", &wide);
-    let doc = measure_config(
+    // two micro-batches of one sequence
+    let doc = measure_two_ranks(
         &py,
         &cfg,
         &[
-            "--dtype",
-            "fp32",
-            "--mixed-precision",
-            "none",
-            "--optimizer",
-            "adamw",
             "--batch",
             "1",
             "--global-batch",
             "2",
-            "--seq",
-            "16",
             "--framework",
             "torchtitan",
             "--pp",
-            "2",
-            "--nproc",
             "2",
         ],
     );
@@ -503,22 +503,26 @@ fn torchtitan_pipeline_on_two_ranks_matches_each_stage_estimate() {
         assert_eq!(u(&m["weights_bytes"]), stage_params[stage] * 4);
         assert_eq!(u(&m["gradients_bytes"]), stage_params[stage] * 4);
         assert_eq!(u(&m["optimizer_bytes"]), stage_params[stage] * 8);
-        for d in r["estimate"]["components"].as_array().expect("components") {
-            assert_eq!(d["error_bytes"], 0, "{d}");
-        }
         let phases = r["estimate"]["phases"].as_array().expect("phases");
         let names: Vec<&str> = phases.iter().filter_map(|p| p["name"].as_str()).collect();
         assert!(
             names.contains(&"step_2") && names.contains(&"optimizer_2"),
-            "{names:?}"
+            "stage {stage}: {names:?}"
         );
-        for p in phases {
-            if p["name"].as_str().is_some_and(|n| n.ends_with("_2")) {
-                let e = p["peak_allocated"]["error_percent"]
-                    .as_f64()
-                    .expect("error");
-                assert!(e.abs() <= 3.0, "stage {stage}: {p}");
-            }
-        }
+        assert_rank_matches_its_estimate(r, 3.0);
     }
+}
+
+/// torchtitan layouts run under torchrun: one process is refused before Python starts, naming the
+/// flag and what it needs.
+#[test]
+fn torchtitan_on_one_process_is_refused_before_python_starts() {
+    let err = refused_before_python(
+        "tiny-titan-one.json",
+        &["--framework", "torchtitan", "--pp", "2"],
+    );
+    assert!(
+        err.contains("--nproc: expected 2 or more ranks for --framework torchtitan"),
+        "{err}"
+    );
 }

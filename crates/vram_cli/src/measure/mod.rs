@@ -207,6 +207,16 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if a.nproc > 1 {
         scenario.gpus = a.nproc;
     }
+    if matches!(
+        a.layout.framework,
+        Some(crate::layout_args::FrameworkArg::Torchtitan)
+    ) && a.nproc < 2
+    {
+        anyhow::bail!(
+            "--nproc: expected 2 or more ranks for --framework torchtitan (launched with torchrun), found {}",
+            a.nproc
+        );
+    }
     a.layout.apply(&mut scenario, a.tp, true)?;
     let distributed = is_distributed(&scenario);
     if a.nproc > 1 && !distributed {
@@ -215,12 +225,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             a.nproc
         );
     }
-    if scenario.layout.framework == vram_core::layout::Framework::Torchtitan && a.nproc < 2 {
-        anyhow::bail!(
-            "--nproc: expected 2 or more ranks for --framework torchtitan (launched with torchrun), found {}",
-            a.nproc
-        );
-    }
+
     if distributed && scenario.gpus != a.nproc {
         anyhow::bail!(
             "--nproc: expected {} to launch every rank of the layout, found {}",
