@@ -61,4 +61,13 @@ titan titan-tinyllama-2l-tp2-fsdp2-n4-mixed-b2-s128 4 $T --set num_hidden_layers
 titan titan-smollm2-4l-untied-tp3-fp32-b2-s192 3 $SU --set num_hidden_layers=4 --tp 3 --mixed-precision none --batch 2 --seq 192
 titan titan-smollm2-4l-untied-fsdp2-n4-fp32-b2-s256 4 $SU --set num_hidden_layers=4 --fsdp2 --mixed-precision none --batch 2 --seq 256
 titan titan-smollm2-6l-untied-pp2-fp32-b2x4-s128 2 $SU --set num_hidden_layers=6 --pp 2 --mixed-precision none --batch 2 --global-batch 8 --seq 128
+# DeepSpeed ZeRO as HF Trainer runs it (its AdamW handed to deepspeed.initialize, the "auto"
+# buckets from the hidden size, gradient clipping 1.0), DeepSpeed 0.19's CPU accelerator over gloo
+zero() { local id=$1 n=$2 z=$3; shift 3; run "$id" "$@" --zero "$z" --nproc "$n" --optimizer adamw; }
+zero zero1-tinyllama-2l-n2-fp32-b1-s64 2 1 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --batch 1 --seq 64
+zero zero2-tinyllama-2l-n2-fp32-b1-s64 2 2 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --batch 1 --seq 64
+zero zero2-tinyllama-2l-n2-mixed-b1-s64 2 2 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision bf16 --batch 1 --seq 64
+zero zero2-smollm2-4l-n4-fp32-b2-s128 4 2 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --batch 2 --seq 128
+zero zero1-qwen2-0.5b-2l-n4-mixed-b1-s64 4 1 $P/Qwen__Qwen2-0.5B-Instruct.json --set num_hidden_layers=2 --dtype fp32 --mixed-precision bf16 --batch 1 --seq 64
+zero zero3-tinyllama-2l-n2-fp32-b1-s64 2 3 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --batch 1 --seq 64
 python3 scripts/ranks-summary.py "$OUT_DIR"

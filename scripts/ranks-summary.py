@@ -10,13 +10,17 @@ import sys
 
 d = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "docs", "measurements", "ranks")
 rows = []
-errors = {"fsdp2": [], "tp": [], "tp+fsdp2": [], "titan": []}
+errors = {"fsdp2": [], "tp": [], "tp+fsdp2": [], "titan": [], "zero": [], "zero3": []}
 states_exact = True
 for path in sorted(glob.glob(os.path.join(d, "*.json"))):
     doc = json.load(open(path))
     case = os.path.basename(path)[:-5]
     if case.startswith("titan-"):
         kind = "titan"
+    elif case.startswith("zero3-"):
+        kind = "zero3"
+    elif case.startswith("zero"):
+        kind = "zero"
     else:
         kind = ("tp+fsdp2" if "-tp" in case else "fsdp2") if "-fsdp2-" in case else "tp"
     for rank, r in enumerate(doc["ranks"]):
@@ -88,7 +92,12 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "  micro-batches; a stage's forward and backward run inside one `step_2`, compared with the",
        "  larger of the stage's estimated forward and backward peaks), then `clip_grad_norm_` and fused",
        "  AdamW; the estimate is `vram estimate --train --framework torchtitan ... --device cpu` for",
-       "  the rank's pipeline stage.", "",
+       "  the rank's pipeline stage.",
+       "- `zero` cases: DeepSpeed 0.19.8 ZeRO 1, 2 and 3 as HF `Trainer` runs it (its torch AdamW",
+       "  handed to `deepspeed.initialize`, the `\"auto\"` buckets from the hidden size, gradient",
+       "  clipping 1.0, bf16 from `--mixed-precision bf16`), DeepSpeed's CPU accelerator over gloo; the",
+       "  estimate is `vram estimate --train --zero S --gpus N --device cpu`. Weights count a ZeRO-3",
+       "  parameter's partition (`ds_tensor`); optimizer = the states and the fp32 master partition.", "",
        "The estimate is always for the same effective config (`--set` applied).",
        "Regenerate: `bash scripts/measure-ranks.sh [REGEX]` then `python3 scripts/ranks-summary.py`.", "",
        "Model states (weights / gradients / optimizer, bytes per rank): measured = estimated in every row: %s." % ("yes" if states_exact else "NO"),
@@ -96,7 +105,9 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "- tensor parallel: %s;" % stats(errors["tp"]),
        "- FSDP2: %s;" % stats(errors["fsdp2"]),
        "- tensor parallel × FSDP2: %s;" % stats(errors["tp+fsdp2"]),
-       "- torchtitan (TP + SP, PP, FSDP2 and their combinations): %s." % stats(errors["titan"]), "",
+       "- torchtitan (TP + SP, PP, FSDP2 and their combinations): %s;" % stats(errors["titan"]),
+       "- DeepSpeed ZeRO 1 and 2: %s;" % stats(errors["zero"]),
+       "- DeepSpeed ZeRO 3 (its stage-3 model is not calibrated on these runs): %s." % stats(errors["zero3"]), "",
        "Ranks of one case differ by what gloo still holds: outputs of its CPU collectives are released",
        "late, by a different amount on each rank and run (a bare 1 MiB all-reduce repeated 60 times left",
        "7–10 MiB allocated). Under tensor parallelism that is a few hidden-size tensors per step; under",

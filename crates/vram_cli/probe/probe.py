@@ -299,7 +299,11 @@ class NvmlReader:
 # --------------------------------------------------------------------------------------------------
 
 def local_tensor(t):
-    """A DTensor's shard on this rank (FSDP2 / tensor parallel parameters, their grads and states)."""
+    """A DTensor's shard on this rank (FSDP2 / tensor parallel parameters, their grads and states),
+    or a DeepSpeed ZeRO-3 parameter's partition (`ds_tensor`; the parameter itself is empty)."""
+    part = getattr(t, "ds_tensor", None)
+    if part is not None:
+        return part
     return getattr(t, "_local_tensor", t)
 
 
@@ -364,8 +368,8 @@ def check_scenario(s):
     if int(s.get("gpus", 1)) != distributed_world()[1]:
         unsupported.append("gpus=%s (with %d process%s)" % (
             s.get("gpus"), distributed_world()[1], "" if distributed_world()[1] == 1 else "es"))
-    if int(s.get("zero", 0)) != 0:
-        unsupported.append("zero=%s" % s.get("zero"))
+    if int(s.get("zero", 0)) != 0 and distributed_world()[1] == 1:
+        unsupported.append("zero=%s (DeepSpeed ZeRO runs under torchrun: --nproc N)" % s.get("zero"))
     if s.get("offload_optimizer") or s.get("offload_params"):
         unsupported.append("offload")
     if int(s.get("grad_accumulation", 1)) != 1:
@@ -498,6 +502,10 @@ def apply_layout(torch, model, scenario, notes):
     layout = scenario.get("layout") or {}
     tp = int(layout.get("tp", 1))
     world = distributed_world()[1]
+    if int(scenario.get("zero", 0)) >= 1:
+        if layout.get("fsdp2") or tp > 1:
+            raise ProbeFailure("unsupported_scenario", "--zero with --fsdp2 or --tp: one data-parallel engine at a time")
+        return apply_deepspeed(torch, model, scenario, notes)
     if not layout.get("fsdp2") and tp <= 1:
         raise ProbeFailure("unsupported_scenario",
                            "distributed measurement supports FSDP2 (--fsdp2) and transformers' tensor "
@@ -532,6 +540,97 @@ def apply_layout(torch, model, scenario, notes):
     mesh = init_device_mesh(device_type, (world // tp, tp), mesh_dim_names=("dp", "tp"))
     model = apply_tensor_parallel(torch, model, tp, notes, mesh["tp"])
     return apply_fsdp2(model, layout, notes, mesh["dp"])
+
+
+def deepspeed_config(scenario, hidden_size):
+    """The DeepSpeed config HF `Trainer` hands DeepSpeed for `--deepspeed` with ZeRO stage S and
+    its "auto" values filled (transformers/integrations/deepspeed.py `trainer_config_finalize`):
+    buckets from the hidden size, the micro-batch, `gradient_clipping` = `max_grad_norm` 1.0, bf16
+    or fp16 from the mixed precision; the rest DeepSpeed's defaults."""
+    mp = scenario.get("mixed_precision", "none")
+    stage = int(scenario.get("zero", 0))
+    return {
+        "train_micro_batch_size_per_gpu": int(scenario["batch"]),
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": 1.0,
+        "zero_optimization": {
+            "stage": stage,
+            "reduce_bucket_size": hidden_size * hidden_size,
+            "stage3_prefetch_bucket_size": int(0.9 * hidden_size * hidden_size),
+            "stage3_param_persistence_threshold": 10 * hidden_size,
+        },
+        "bf16": {"enabled": mp == "bf16" or scenario.get("dtype") == "bf16"},
+        "fp16": {"enabled": mp == "fp16" or scenario.get("dtype") == "fp16"},
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 1 << 30,
+        "wall_clock_breakdown": False,
+    }
+
+
+def apply_deepspeed(torch, model, scenario, notes):
+    """DeepSpeed ZeRO as HF `Trainer` runs it: the Trainer's AdamW handed to
+    `deepspeed.initialize` with the Trainer's config. On CPU DeepSpeed's CPU accelerator
+    communicates over gloo and JIT-builds its shared-memory op (ninja and a C++ compiler)."""
+    if next(model.parameters()).device.type == "cpu":
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    bindir = os.path.dirname(sys.executable)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        # the venv's ninja, for DeepSpeed's JIT-built ops
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    try:
+        import deepspeed
+    except ImportError as e:
+        raise ProbeFailure("missing_package",
+                           "--zero needs DeepSpeed (scripts/python-env.sh installs it; or pip install deepspeed): %s" % e)
+    if scenario.get("offload_optimizer") or scenario.get("offload_params"):
+        raise ProbeFailure("unsupported_scenario", "ZeRO offload is not measured")
+    hidden = int(getattr(model.config.get_text_config() if hasattr(model.config, "get_text_config")
+                         else model.config, "hidden_size", 0) or 0)
+    if hidden <= 0:
+        raise ProbeFailure("unsupported_architecture", "hidden_size: DeepSpeed's auto bucket sizes need it")
+    config = deepspeed_config(scenario, hidden)
+    opt, impl = make_optimizer(torch, scenario.get("optimizer", "adamw"),
+                               [p for p in model.parameters() if p.requires_grad],
+                               next(model.parameters()).device.type)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=config)
+    engine.vram_optimizer_impl = impl
+    notes.append("DeepSpeed %s ZeRO stage %d over %d ranks (reduce_bucket_size %d, %s)"
+                 % (deepspeed.__version__, config["zero_optimization"]["stage"], distributed_world()[1],
+                    hidden * hidden, "bf16" if config["bf16"]["enabled"] else "fp16" if config["fp16"]["enabled"] else "fp32"))
+    return engine
+
+
+def run_train_deepspeed(torch, engine, head, scenario, device, tracker, measured, autocast):
+    """Two training steps through the DeepSpeed engine (forward, `engine.backward`, `engine.step`:
+    gradient clipping, the optimizer on this rank's fp32 partition, the parameters gathered back).
+    The model states it holds: the optimizer's states and DeepSpeed's fp32 master partition."""
+    b, s = int(scenario["batch"]), int(scenario["seq_len"])
+    measured["optimizer_impl"] = getattr(engine, "vram_optimizer_impl", "?")
+    model = engine.module
+    vocab = int(model.config.get_text_config().vocab_size if hasattr(model.config, "get_text_config")
+                else model.config.vocab_size)
+    ids = prompt_ids(torch, vocab, b, s, device, measured)
+    labels = (torch.zeros(b, dtype=torch.long, device=device)
+              if head == "sequence-classification" else ids)
+    zero_opt = engine.optimizer
+    for step in (1, 2):
+        sfx = "" if step == 1 else "_2"
+        with tracker.phase("forward" + sfx):
+            out = engine(**forward_kwargs(model, head, ids, labels))
+            loss = out.loss
+            del out
+        with tracker.phase("backward" + sfx):
+            engine.backward(loss)
+            del loss
+        with tracker.phase("optimizer" + sfx):
+            engine.step()
+            if step == 1:
+                states, steps = optimizer_state_bytes(torch, zero_opt.optimizer)
+                masters = 0
+                for name in ("single_partition_of_fp32_groups", "fp32_partitioned_groups_flat"):
+                    masters += unique_storage_bytes(getattr(zero_opt, name, None) or [])
+                measured["optimizer_bytes"] = states + masters
+                measured["optimizer_step_bytes"] = steps
 
 
 def apply_tensor_parallel(torch, model, tp, notes, mesh=None):
@@ -1382,7 +1481,9 @@ def measure(args):
                 # drop the allocator's cache of random-init temporaries, so that reserved memory
                 # from here on is what a checkpoint load would leave
                 torch.cuda.empty_cache()
-        check_positions(torch, model, scenario, mode)
+        # the model itself (a DeepSpeed engine wraps it)
+        inner = getattr(model, "module", model) if int(scenario.get("zero", 0)) >= 1 else model
+        check_positions(torch, inner, scenario, mode)
         params = list(model.parameters())
         seen = set()
         measured["weights_bytes"] = unique_storage_bytes(params, seen)
@@ -1393,16 +1494,16 @@ def measure(args):
             measured["trainable_params_peft"] = peft_counts[0]
             measured["total_params_peft"] = peft_counts[1]
         doc["model"] = {
-            "class": type(model).__name__,
+            "class": type(inner).__name__,
             "model_type": model_type,
             "head": head,
-            "attn_implementation": getattr(getattr(model, "config", None), "_attn_implementation", None),
+            "attn_implementation": getattr(getattr(inner, "config", None), "_attn_implementation", None),
             "param_dtypes": dtype_breakdown(model),
-            "gradient_checkpointing": bool(getattr(model, "is_gradient_checkpointing", False)),
+            "gradient_checkpointing": bool(getattr(inner, "is_gradient_checkpointing", False)),
         }
         if mode == "train":
             # the live bytes go through the phases; the name of the failing one is in tracker
-            runner = run_train
+            runner = run_train_deepspeed if int(scenario.get("zero", 0)) >= 1 else run_train
         else:
             runner = run_infer
         orig_phase = tracker.phase

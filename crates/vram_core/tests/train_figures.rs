@@ -84,8 +84,12 @@ fn llama_8b_lora_q_v_trainable_is_peft_count() {
     assert_eq!(e.weights_bytes, 16_060_522_496 + 3_407_872 * 4);
 }
 
+/// ZeRO 3 on 8 GPUs: the bf16 weights and gradients and the AdamW moments (8 B) with the fp32 master
+/// (4 B) per parameter, each partitioned. DeepSpeed's estimator says 18 B per parameter in all; its
+/// fp32 gradient partition exists only inside the step (measured with `vram measure --zero`:
+/// docs/measurements/ranks).
 #[test]
-fn zero3_on_8_gpus_matches_deepspeed_18_bytes_per_param_partition() {
+fn zero3_on_8_gpus_partitions_weights_gradients_states_and_master() {
     let s = Scenario {
         zero: ZeroStage(3),
         gpus: 8,
@@ -100,7 +104,7 @@ fn zero3_on_8_gpus_matches_deepspeed_18_bytes_per_param_partition() {
     let p: u64 = 8_030_261_248;
     assert_eq!(e.weights_bytes, (2 * p).div_ceil(8));
     assert_eq!(e.gradients_bytes, (2 * p).div_ceil(8));
-    assert_eq!(e.optimizer_bytes, (16 * p).div_ceil(8));
+    assert_eq!(e.optimizer_bytes, (12 * p).div_ceil(8));
 }
 
 #[test]

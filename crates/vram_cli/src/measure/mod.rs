@@ -90,7 +90,7 @@ pub fn parse_device(s: &str) -> anyhow::Result<String> {
 fn is_distributed(s: &Scenario) -> bool {
     use vram_core::layout::Framework;
     match s.layout.framework {
-        Framework::Hf => s.layout.fsdp2 || s.layout.tp > 1,
+        Framework::Hf => s.layout.fsdp2 || s.layout.tp > 1 || (s.zero.0 > 0 && s.gpus > 1),
         Framework::Torchtitan => true,
         Framework::Megatron => false,
     }
@@ -106,8 +106,11 @@ pub fn check_measurable(s: &Scenario) -> anyhow::Result<()> {
     if s.layout.is_model_parallel() && !distributed {
         not.push("tensor / pipeline / context / expert parallel layouts".to_string());
     }
-    if s.zero.0 != 0 {
-        not.push(format!("--zero {}", s.zero.0));
+    if s.zero.0 != 0 && !distributed {
+        not.push(format!(
+            "--zero {} (DeepSpeed ZeRO is measured on --nproc 2 or more)",
+            s.zero.0
+        ));
     }
     if s.offload_optimizer {
         not.push("--offload-optimizer".to_string());
@@ -637,15 +640,26 @@ mod tests {
     }
 
     #[test]
-    fn zero_and_multi_gpu_are_refused_as_estimate_only() {
-        let s = Scenario {
-            gpus: 4,
+    fn zero_on_one_process_and_offload_are_refused_as_estimate_only() {
+        let one = Scenario {
             zero: vram_core::scenario::ZeroStage(3),
             ..Scenario::default()
         };
-        let err = check_measurable(&s).unwrap_err().to_string();
+        let err = check_measurable(&one).unwrap_err().to_string();
         assert!(
-            err.contains("--gpus 4") && err.contains("--zero 3"),
+            err.contains("--zero 3 (DeepSpeed ZeRO is measured on --nproc 2 or more)"),
+            "{err}"
+        );
+        // ZeRO on 4 ranks is measured (DeepSpeed under torchrun); its offload is not
+        let offload = Scenario {
+            gpus: 4,
+            zero: vram_core::scenario::ZeroStage(3),
+            offload_optimizer: true,
+            ..Scenario::default()
+        };
+        let err = check_measurable(&offload).unwrap_err().to_string();
+        assert!(
+            err.contains("--offload-optimizer") && !err.contains("--gpus"),
             "{err}"
         );
         assert!(check_measurable(&Scenario::default()).is_ok());

@@ -36,7 +36,7 @@ pub struct TrainEstimate {
     pub weights_bytes: u64,
     /// Gradients on one GPU after backward.
     pub gradients_bytes: u64,
-    /// Optimizer states on one GPU (incl. DeepSpeed's fp32 master and fp32 grad partitions).
+    /// Optimizer states on one GPU (incl. DeepSpeed's fp32 master partition).
     pub optimizer_bytes: u64,
     /// Activations saved for backward when forward ends (incl. logits, fp32 log-softmax, autocast
     /// weight copies); the forward peak adds the loss's fp32 upcast.
@@ -182,7 +182,9 @@ impl PersistentPart {
                 precision.deepspeed_master,
             );
             if scenario.zero.0 >= 1 {
-                t / scenario.gpus.max(1)
+                // the step's moments: the gradient norm's fp64 copy of one partition, then
+                // the optimizer's temporaries on this rank's partition
+                (t / scenario.gpus.max(1)).max(shard.grad_norm_temp_bytes)
             } else {
                 t
             }
@@ -422,8 +424,29 @@ fn compute(
         } else {
             0
         },
-        grad_scale_num: shard.gradients_bytes,
-        grad_scale_den: pers.gradients_bytes.max(1),
+        // ZeRO 1 keeps each gradient whole through backward; stage 2 and 3 reduce it into the
+        // partition as it comes
+        grad_scale_num: if shard.whole_grads_in_backward {
+            1
+        } else {
+            shard.gradients_bytes
+        },
+        grad_scale_den: if shard.whole_grads_in_backward {
+            1
+        } else {
+            pers.gradients_bytes.max(1)
+        },
+        unreduced_grad_bytes: shard.unreduced_grad_bytes,
+        end_partition_bytes: if shard.whole_grads_in_backward {
+            shard.gradients_bytes
+        } else {
+            0
+        },
+        end_whole_gradients_bytes: if shard.whole_grads_in_backward {
+            pers.gradients_bytes
+        } else {
+            0
+        },
     };
     let figures = phases::phase_figures(&prof, &inputs);
     let moments = BackwardMoments {
@@ -592,7 +615,7 @@ pub fn estimate_training_counting(
                 o => format!("{}", persistent::state_bytes_per_param(o, pers.state_elem_bytes)),
             },
             if scenario.zero.0 >= 1 {
-                format!(" (+ fp32 master & grad partitions) / {n} GPUs")
+                format!(" (+ fp32 master partition) / {n} GPUs")
             } else {
                 String::new()
             },

@@ -43,7 +43,7 @@ pub struct Precision {
     /// `torch.autocast` over fp32 parameters (low-precision copies of weights and inputs).
     pub autocast: bool,
     /// DeepSpeed 16-bit mode (ZeRO ≥ 1 with bf16/fp16): 16-bit model, fp32 master weights, fp32
-    /// states and an fp32 gradient partition in the optimizer.
+    /// states (and, inside the step only, an fp32 gradient partition).
     pub deepspeed_master: bool,
 }
 

@@ -55,6 +55,15 @@ pub struct PhaseInputs {
     pub grad_scale_num: u64,
     /// Denominator of the scale.
     pub grad_scale_den: u64,
+    /// ZeRO ≥ 2: the largest gradient whole while it is reduced into the partition buffer (the
+    /// head's at the start of backward, beyond its share; the embedding's at the end, beside the
+    /// whole buffer).
+    pub unreduced_grad_bytes: u64,
+    /// ZeRO 1: the partition buffer the whole gradients are reduced into at the end of backward.
+    pub end_partition_bytes: u64,
+    /// ZeRO 1: every gradient whole at the end of backward (`gradients_bytes` is the partition
+    /// that stays after it).
+    pub end_whole_gradients_bytes: u64,
 }
 
 /// Backward peak above `base` (weights, buffers, states present), from the activation profile.
@@ -118,6 +127,16 @@ pub fn backward_peak_parts(
         grads_done,
         copies_below,
     );
+    // ZeRO ≥ 2: the head's gradient whole until it is reduced (its share is in `grads_done`)
+    if head_grad > 0 {
+        consider(
+            after_head
+                .saturating_add(grads_done)
+                .saturating_add(inp.unreduced_grad_bytes.saturating_sub(head_grad)),
+            grads_done,
+            copies_below,
+        );
+    }
     let mut kept_below: u64 = after_head;
     let mut retained = 0u64;
     // Identical consecutive layers, taken together: across such a run the saved bytes still held
@@ -236,12 +255,21 @@ pub fn backward_peak_parts(
     let grads_end = inp
         .gradients_bytes
         .max(grads_done)
+        .max(inp.end_whole_gradients_bytes)
         .saturating_add(inp.tied_embedding_grad_bytes);
     let end = kept_below
         .saturating_sub(prof.pre_saved_bytes)
         .saturating_add(grads_end)
         .saturating_add(retained);
     consider(end, grads_end, copies_below);
+    // ZeRO ≥ 2: the embedding's dense gradient whole until it is reduced; ZeRO 1: every
+    // gradient whole and the partition buffer they are reduced into
+    consider(
+        end.saturating_add(inp.unreduced_grad_bytes)
+            .saturating_add(inp.end_partition_bytes),
+        grads_end,
+        copies_below,
+    );
     BackwardPeak {
         end_bytes: end,
         bytes: peak,

@@ -5,9 +5,11 @@
 //!   stage 3 also parameters; FSDP `SHARD_GRAD_OP` ≈ stage 2 and `FULL_SHARD` ≈ stage 3.
 //! - DeepSpeed's estimators (`deepspeed/runtime/zero/stage_1_and_2.py`
 //!   `estimate_zero2_model_states_mem_needs`: `4·P + 16·P/N` on the GPU without offload;
-//!   `stage3.py` `estimate_zero3_model_states_mem_needs`: `4·largest_layer + 18·P/N`): the 16/18
-//!   bytes include the fp32 gradient partition DeepSpeed keeps next to the fp32 master weights and
-//!   both Adam moments (`single_partition_of_fp32_groups[i].grad`).
+//!   `stage3.py` `estimate_zero3_model_states_mem_needs`: `4·largest_layer + 18·P/N`): their 16/18
+//!   bytes count an fp32 gradient partition (`single_partition_of_fp32_groups[i].grad`) beside the
+//!   fp32 master weights and both Adam moments. Measured with DeepSpeed 0.19.8 (`vram measure
+//!   --zero`, docs/measurements/ranks), that gradient exists only inside the step; the master is
+//!   cloned in fp32 training too.
 //! - Bucket sizes as the HF Trainer's DeepSpeed integration fills `"auto"`
 //!   (`transformers/integrations/deepspeed.py`): `reduce_bucket_size = hidden²`,
 //!   `stage3_prefetch_bucket_size = 0.9·hidden²`; stage 1/2 with `contiguous_gradients` allocate one
@@ -26,7 +28,7 @@ pub struct Sharded {
     pub weights_bytes: u64,
     /// Gradients on the GPU (16-bit model gradients; the partition at stage ≥ 2).
     pub gradients_bytes: u64,
-    /// Optimizer states on the GPU (incl. DeepSpeed's fp32 master partition and fp32 grad partition).
+    /// Optimizer states on the GPU (incl. DeepSpeed's fp32 master partition).
     pub optimizer_bytes: u64,
     /// Buffers: DDP gradient buckets, ZeRO reduce bucket, stage-3 gathered layers, and the model
     /// class's non-persistent buffers ([`ModelSpec::runtime_buffers`]).
@@ -40,6 +42,17 @@ pub struct Sharded {
     pub optimizer_on_gpu: bool,
     /// Whether the states are created at initialisation (DeepSpeed `initialize_optimizer_states`).
     pub states_at_init: bool,
+    /// ZeRO ≥ 2: a parameter's gradient is produced whole by autograd and freed once reduced
+    /// into this rank's partition buffer: the largest one's whole bytes are a backward transient
+    /// (the head's first, the embedding's last, beside the partition buffer).
+    pub unreduced_grad_bytes: u64,
+    /// ZeRO ≥ 1, the step beyond the gradient partition: the gradient norm's fp64 copy of the
+    /// largest partition gradient (`get_grad_norm_direct`, `get_norm_dtype`), or the flattened
+    /// partition and its fp32 cast for the master's `.grad`, whichever is larger.
+    pub grad_norm_temp_bytes: u64,
+    /// ZeRO 1: gradients stay whole through backward and are reduced into the partition buffer at
+    /// its end (both live then).
+    pub whole_grads_in_backward: bool,
     /// Explanations of the sharding terms.
     pub notes: Vec<(String, u64, String)>,
 }
@@ -95,22 +108,26 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             cpu_offload_bytes: if s.offload_optimizer { states } else { 0 },
             optimizer_on_gpu: !s.offload_optimizer,
             states_at_init: false,
+            unreduced_grad_bytes: 0,
+            grad_norm_temp_bytes: 0,
+            whole_grads_in_backward: false,
             notes,
         };
     }
-    // DeepSpeed: fp32 master (4 B) and fp32 grad partition (4 B) per trainable parameter in 16-bit
-    // mode; states already fp32.
-    let master = if prec.deepspeed_master {
-        p.trainable_params.saturating_mul(4)
-    } else {
-        0
-    };
+    // DeepSpeed: fp32 master (4 B) per trainable parameter, also in fp32 training: ZeRO 1/2 clone
+    // the partition (`single_partition_of_fp32_groups`, stage_1_and_2.py
+    // `weights_partition = ...detach().clone().to(dtype=master_weights_and_grads_dtype)`), ZeRO 3 its
+    // `fp32_partitioned_groups_flat`. The fp32 gradient of that partition (16-bit mode) is made in
+    // the step and dropped after it (`single_partition_of_fp32_groups[i].grad = None`); with
+    // optimizer offload it lives on the host, pinned.
+    let master = p.trainable_params.saturating_mul(4);
     let fp32_grads = if prec.deepspeed_master {
         p.trainable_params.saturating_mul(4)
     } else {
         0
     };
-    let opt_partition = div(states.saturating_add(master).saturating_add(fp32_grads), n);
+    let opt_partition = div(states.saturating_add(master), n);
+    let host_partition = div(states.saturating_add(master).saturating_add(fp32_grads), n);
     let grad_elem = p.trainable_elem_bytes.min(prec.param_bytes.max(2));
     let bucket = if p.trainable_params > 0 {
         h.saturating_mul(h)
@@ -119,7 +136,10 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     } else {
         0
     };
-    let grads = if stage >= 2 { div(g, n) } else { g };
+    // After backward every stage holds only its partition of the gradients: stage 2 reduces each
+    // into the partition buffer as it is produced; stage 1 keeps them whole through backward and
+    // reduces them at its end (measured with DeepSpeed 0.19 on CPU: docs/measurements/ranks).
+    let grads = div(g, n);
     let (weights, gathered) = if stage >= 3 {
         let largest = largest_layer_params(spec);
         let gathered = largest.saturating_mul(prec.param_bytes).saturating_mul(2);
@@ -129,6 +149,25 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         (w_all, 0)
     };
     let offload_opt = s.offload_optimizer;
+    let largest_grad = p.largest_trainable_numel.saturating_mul(grad_elem);
+    let unreduced = if stage >= 2 && n > 1 { largest_grad } else { 0 };
+    // The step, on the GPU: the gradient norm's fp64 copy of the largest partition gradient; the
+    // partition's gradients flattened (`flatten(averaged_gradients)`, a copy) and in 16-bit mode
+    // cast to fp32 for the master's `.grad`.
+    let partition = div(p.trainable_params, n);
+    let grad_norm_temp = if offload_opt {
+        0
+    } else {
+        let norm = p.largest_trainable_numel.min(partition).saturating_mul(8);
+        let flat = partition
+            .saturating_mul(grad_elem)
+            .saturating_add(if grad_elem < 4 {
+                partition.saturating_mul(4)
+            } else {
+                0
+            });
+        norm.max(flat)
+    };
     let buffers = bucket
         .saturating_add(gathered)
         .saturating_add(model_buffers);
@@ -136,7 +175,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         "zero_partition".into(),
         opt_partition,
         format!(
-            "(optimizer states {states} + fp32 master {master} + fp32 grad partition {fp32_grads}) / {n} GPUs = {opt_partition} B"
+            "(optimizer states {states} + fp32 master {master}) / {n} GPUs = {opt_partition} B"
         ),
     ));
     if bucket > 0 {
@@ -155,7 +194,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     }
     let mut cpu = 0u64;
     if offload_opt {
-        cpu = cpu.saturating_add(opt_partition);
+        cpu = cpu.saturating_add(host_partition);
     }
     if s.offload_params && stage >= 3 {
         cpu = cpu.saturating_add(div(w_all, n));
@@ -169,6 +208,9 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         cpu_offload_bytes: cpu,
         optimizer_on_gpu: !offload_opt,
         states_at_init: true,
+        unreduced_grad_bytes: unreduced,
+        grad_norm_temp_bytes: grad_norm_temp,
+        whole_grads_in_backward: stage == 1,
         notes,
     }
 }
