@@ -406,3 +406,26 @@ fn t5_loaded_in_fp16_keeps_wo_in_fp32_and_in_bf16_does_not() {
         bf16.optimizer_bytes + wo_params * 2 * 2
     );
 }
+
+/// ZeRO 2's gradient buffer holds the whole gradient of every parameter that overlaps the rank's
+/// partition. TinyLlama with 2 layers on 2 GPUs: 219,162,624 parameters, partitions of 109,581,312;
+/// rank 0's holds the embedding (65,536,000) and layer 0 (44,042,240), and crosses into layer 1,
+/// whose first tensors in the inventory are its input norm (2,048) and q_proj (4,194,304), the one
+/// the boundary cuts: 113,774,592 elements. DeepSpeed 0.19.8 on CPU allocated 455,081,984 B of fp32
+/// there (`vram measure --zero 2`, docs/measurements/ranks): 113,770,496 elements, 4,096 fewer
+/// (HF registers a layer's two norm weights after its projections; the boundary also moves with
+/// DeepSpeed's alignment padding).
+#[test]
+fn zero2_gradient_buffer_holds_every_parameter_that_overlaps_the_partition() {
+    let mut value: serde_json::Value = serde_json::from_str(
+        vram_core::presets::find("TinyLlama__TinyLlama-1.1B-Chat-v1.0")
+            .unwrap()
+            .json,
+    )
+    .unwrap();
+    value["num_hidden_layers"] = serde_json::json!(2);
+    let spec = vram_core::parse_config(&value.to_string(), None).unwrap();
+    let elements = vram_core::train::zero::partition_overlap_elements(&spec, 2);
+    assert_eq!(elements, 65_536_000 + 44_042_240 + 2_048 + 4_194_304);
+    assert_eq!(elements - 113_770_496, 4_096);
+}

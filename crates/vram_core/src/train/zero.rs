@@ -61,6 +61,70 @@ fn div(x: u64, n: u64) -> u64 {
     x.div_ceil(n.max(1))
 }
 
+/// Elements of the gradient buffer ZeRO 2 allocates on the rank that holds the most. DeepSpeed
+/// flattens the trainable parameters in module order (the embeddings, the layers one by one, the
+/// final norm and an untied head), splits the flat buffer into `n` equal partitions, and
+/// `copy_grads_in_partition` sizes `grads_in_partition` as the sum of the whole sizes of the
+/// parameters that overlap the rank's partition (`params_in_partition`): a parameter that crosses
+/// a boundary counts whole on both sides, and a vocabulary matrix larger than a partition fills
+/// every partition it touches.
+pub fn partition_overlap_elements(spec: &ModelSpec, n: u64) -> u64 {
+    let n = n.max(1);
+    let mut before: Vec<u64> = Vec::new();
+    let mut layered: Vec<(u32, usize, u64)> = Vec::new();
+    let mut after: Vec<u64> = Vec::new();
+    for (i, t) in spec.tensors.iter().enumerate() {
+        if t.buffer {
+            continue;
+        }
+        let numel = t.numel();
+        if t.layer.is_some() {
+            layered.extend(t.layers().map(|l| (l, i, numel)));
+        } else if t.component == crate::spec::Component::Embedding {
+            before.push(numel);
+        } else {
+            after.push(numel);
+        }
+    }
+    layered.sort_by_key(|&(l, i, _)| (l, i));
+    let order: Vec<u64> = before
+        .into_iter()
+        .chain(layered.into_iter().map(|(_, _, x)| x))
+        .chain(after)
+        .filter(|&x| x > 0)
+        .collect();
+    let total: u64 = order.iter().fold(0u64, |a, &x| a.saturating_add(x));
+    let part = total.div_ceil(n).max(1);
+    // per-rank sums through a difference array: each parameter adds its size to the ranks
+    // whose partitions it overlaps
+    // (a bound on the work for absurd GPU counts: there a partition is smaller than any tensor)
+    let Ok(ranks) = usize::try_from(n.min(1 << 20)) else {
+        return part;
+    };
+    let mut diff = vec![0i128; ranks + 1];
+    let mut offset = 0u64;
+    for numel in order {
+        let first = usize::try_from(offset / part)
+            .unwrap_or(usize::MAX)
+            .min(ranks);
+        let last = usize::try_from((offset + numel - 1) / part)
+            .unwrap_or(usize::MAX)
+            .min(ranks.saturating_sub(1));
+        if first < ranks {
+            diff[first] += i128::from(numel);
+            diff[last + 1] -= i128::from(numel);
+        }
+        offset = offset.saturating_add(numel);
+    }
+    let mut running = 0i128;
+    let mut most = 0i128;
+    for d in diff.iter().take(ranks) {
+        running += d;
+        most = most.max(running);
+    }
+    u64::try_from(most).unwrap_or(u64::MAX)
+}
+
 /// Largest per-layer parameter count of the main stack (stage-3 gathers at least one layer).
 pub fn largest_layer_params(spec: &ModelSpec) -> u64 {
     spec.derived().largest_layer_params
@@ -139,7 +203,15 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     // After backward every stage holds only its partition of the gradients: stage 2 reduces each
     // into the partition buffer as it is produced; stage 1 keeps them whole through backward and
     // reduces them at its end (measured with DeepSpeed 0.19 on CPU: docs/measurements/ranks).
-    let grads = div(g, n);
+    // Stage 2's buffer holds the whole gradient of every parameter that overlaps the rank's
+    // partition (`copy_grads_in_partition`), measured on the rank that holds the most.
+    let grads = if stage == 2 && s.lora.is_none() && n > 1 && p.trainable_params > 0 {
+        partition_overlap_elements(spec, n)
+            .saturating_mul(grad_elem)
+            .max(div(g, n))
+    } else {
+        div(g, n)
+    };
     let (weights, gathered) = if stage >= 3 {
         let largest = largest_layer_params(spec);
         let gathered = largest.saturating_mul(prec.param_bytes).saturating_mul(2);
