@@ -437,8 +437,10 @@ fn compute(
             pers.gradients_bytes.max(1)
         },
         unreduced_grad_bytes: shard.unreduced_grad_bytes,
+        // the partition the whole gradients are reduced into at the end (its share: the
+        // measured end of backward; the step then holds `gradients_bytes`)
         end_partition_bytes: if shard.whole_grads_in_backward {
-            shard.gradients_bytes
+            pers.gradients_bytes.div_ceil(scenario.gpus.max(1))
         } else {
             0
         },

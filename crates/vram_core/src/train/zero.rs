@@ -203,9 +203,9 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     // After backward every stage holds only its partition of the gradients: stage 2 reduces each
     // into the partition buffer as it is produced; stage 1 keeps them whole through backward and
     // reduces them at its end (measured with DeepSpeed 0.19 on CPU: docs/measurements/ranks).
-    // Stage 2's buffer holds the whole gradient of every parameter that overlaps the rank's
-    // partition (`copy_grads_in_partition`), measured on the rank that holds the most.
-    let grads = if stage == 2 && s.lora.is_none() && n > 1 && p.trainable_params > 0 {
+    // That buffer holds the whole gradient of every parameter that overlaps the rank's partition
+    // (stage 2's `copy_grads_in_partition`; stage 1 is taken alike), on the rank that holds the most.
+    let grads = if stage <= 2 && s.lora.is_none() && n > 1 && p.trainable_params > 0 {
         partition_overlap_elements(spec, n)
             .saturating_mul(grad_elem)
             .max(div(g, n))
