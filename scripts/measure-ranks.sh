@@ -60,6 +60,7 @@ titan titan-tinyllama-4l-tp2-pp2-fp32-b1x4-s128 4 $T --set num_hidden_layers=4 -
 titan titan-tinyllama-2l-tp2-fsdp2-n4-mixed-b2-s128 4 $T --set num_hidden_layers=2 --tp 2 --fsdp2 --mixed-precision bf16 --batch 2 --seq 128
 titan titan-smollm2-4l-untied-tp3-fp32-b2-s192 3 $SU --set num_hidden_layers=4 --tp 3 --mixed-precision none --batch 2 --seq 192
 titan titan-smollm2-4l-untied-fsdp2-n4-fp32-b2-s256 4 $SU --set num_hidden_layers=4 --fsdp2 --mixed-precision none --batch 2 --seq 256
+titan titan-tinyllama-4l-pp2-fsdp2-n4-mixed-b1x4-s128 4 $T --set num_hidden_layers=4 --pp 2 --fsdp2 --mixed-precision bf16 --batch 1 --global-batch 8 --seq 128
 titan titan-smollm2-6l-untied-pp2-fp32-b2x4-s128 2 $SU --set num_hidden_layers=6 --pp 2 --mixed-precision none --batch 2 --global-batch 8 --seq 128
 # DeepSpeed ZeRO as HF Trainer runs it (its AdamW handed to deepspeed.initialize, the "auto"
 # buckets from the hidden size, gradient clipping 1.0), DeepSpeed 0.19's CPU accelerator over gloo

@@ -795,6 +795,27 @@ pub fn ranks(
                 } else {
                     0
                 },
+                pipeline: (layout.pp > 1).then(|| {
+                    // the stage's largest tensor: a vocabulary matrix on the first and last
+                    // stages, else the largest layer tensor (TP-split)
+                    let largest_tensor = if sp_params.has_embedding || head {
+                        embedding_elements(spec).div_ceil(tp)
+                    } else {
+                        spec.tensors
+                            .iter()
+                            .filter(|t| t.layer.is_some())
+                            .map(|t| t.numel())
+                            .max()
+                            .unwrap_or(0)
+                            .div_ceil(tp)
+                    };
+                    let reduce = if half { 4 } else { gather };
+                    TitanPipelineFsdp2 {
+                        unsharded_bytes: params.saturating_mul(gather),
+                        grad_accumulator_bytes: params.saturating_mul(reduce),
+                        largest_grad_bytes: largest_tensor.saturating_mul(gather + reduce),
+                    }
+                }),
             })
         } else if layout.framework == Framework::Hf {
             // transformers' tensor parallelism (the other HF layout that gets here): the rank runs
@@ -1148,6 +1169,21 @@ struct TitanFsdp2 {
     layer_peak: u64,
     /// The loss's backward beyond its saved log-softmax (the gradients of the fp32 logits).
     loss_grad: u64,
+    /// With pipeline parallelism: the schedule's own FSDP2 regime.
+    pipeline: Option<TitanPipelineFsdp2>,
+}
+
+/// FSDP2 under torchtitan's pipeline schedules: `reshard_after_forward` is off (the "default"
+/// policy with PP), and the schedule turns gradient sync off for every micro-batch but the last, so
+/// FSDP2 accumulates the stage's unsharded gradients in the reduce dtype (fp32 under the bf16
+/// policy: each micro-batch's gradient is cast and added, `aten::add_` over a `_to_copy`).
+struct TitanPipelineFsdp2 {
+    /// The stage's parameters unsharded in the gather dtype, kept through the step.
+    unsharded_bytes: u64,
+    /// The stage's unsharded gradient accumulators in the reduce dtype.
+    grad_accumulator_bytes: u64,
+    /// The largest tensor's new gradient and its reduce-dtype copy while it is added.
+    largest_grad_bytes: u64,
 }
 
 /// The phase peaks of a torchtitan FSDP2 rank from FSDP2's moments, as a profiler trace of
@@ -1163,6 +1199,24 @@ struct TitanFsdp2 {
 ///   prefetched; the embedding's comes last, beside every other group's sharded gradients.
 fn titan_fsdp2_phases(t: TitanFsdp2) -> (u64, u64, u64) {
     let gloo = |x: u64| if t.gloo { x } else { 0 };
+    if let Some(p) = &t.pipeline {
+        // every micro-batch's forward and backward inside the schedule's step: the stage stays
+        // unsharded with its gradient accumulators beside the in-flight activations
+        let held = t
+            .base
+            .saturating_add(p.unsharded_bytes)
+            .saturating_add(p.grad_accumulator_bytes)
+            .saturating_add(t.layer_acts)
+            .saturating_add(t.head_acts);
+        let forward = held.saturating_add(t.logits).saturating_add(t.logits_fp32);
+        let backward = held.saturating_add(
+            p.largest_grad_bytes
+                .max(t.loss_grad)
+                .max(t.layer_peak),
+        );
+        let optimizer = t.base.saturating_add(t.grads).saturating_add(t.temp);
+        return (forward, backward, optimizer);
+    }
     let base = t.base.saturating_add(t.kept_layers_bytes);
     let forward = [
         // inside the last block's forward: its parameters and held all-gather output, its
