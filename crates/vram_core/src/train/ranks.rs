@@ -1209,11 +1209,7 @@ fn titan_fsdp2_phases(t: TitanFsdp2) -> (u64, u64, u64) {
             .saturating_add(t.layer_acts)
             .saturating_add(t.head_acts);
         let forward = held.saturating_add(t.logits).saturating_add(t.logits_fp32);
-        let backward = held.saturating_add(
-            p.largest_grad_bytes
-                .max(t.loss_grad)
-                .max(t.layer_peak),
-        );
+        let backward = held.saturating_add(p.largest_grad_bytes.max(t.loss_grad).max(t.layer_peak));
         let optimizer = t.base.saturating_add(t.grads).saturating_add(t.temp);
         return (forward, backward, optimizer);
     }
