@@ -703,6 +703,23 @@ pub fn ranks(
             .saturating_add(gathered)
             .saturating_add(cp_kv);
         let persistent = weights.saturating_add(grads).saturating_add(states);
+        // The last stage's logits, in the compute dtype and as one fp32 tensor; torchtitan's loss
+        // backward in fp32 beyond the saved log-softmax: loss parallel's decomposed NLL gradient
+        // (a zeroed gradient, the `exp` of the saved output and their sum) under TP, the fused
+        // kernels' two tensors otherwise (traced on CPU)
+        let titan = layout.framework == Framework::Torchtitan;
+        let head = sp_params.has_head && i == stages.len() - 1;
+        let logits_bytes = if head {
+            tokens.saturating_mul(vpad).saturating_mul(e) / tp
+        } else {
+            0
+        };
+        let logits_fp32 = if head {
+            tokens.saturating_mul(vpad).saturating_mul(4) / tp
+        } else {
+            0
+        };
+        let titan_loss_grad = logits_fp32.saturating_mul(if tp > 1 { 3 } else { 2 });
         let (forward, backward, optimizer) = if layout.framework == Framework::Hf && layout.fsdp2 {
             // HF with FSDP2: one GPU's step at FSDP2's moments with its gathered groups.
             let unsharded = single.param_bytes.max(1);
@@ -742,29 +759,20 @@ pub fn ranks(
                 },
                 (weights, grads, states, temp),
             )
-        } else if layout.framework == Framework::Torchtitan && layout.fsdp2 {
+        } else if titan && layout.fsdp2 {
             let gather = if half { 2 } else { 4 };
             let embedding = if sp_params.has_embedding {
                 embedding_elements(spec).div_ceil(tp)
             } else {
                 0
             };
-            let head = sp_params.has_head && i == stages.len() - 1;
             titan_fsdp2_phases(TitanFsdp2 {
                 base: weights.saturating_add(states),
                 grads,
                 layer_acts: acts.saturating_sub(head_acts),
                 head_acts,
-                logits: if head {
-                    tokens.saturating_mul(vpad).saturating_mul(e) / tp
-                } else {
-                    0
-                },
-                logits_fp32: if head && e != 4 {
-                    tokens.saturating_mul(vpad).saturating_mul(4) / tp
-                } else {
-                    0
-                },
+                logits: logits_bytes,
+                logits_fp32: if e != 4 { logits_fp32 } else { 0 },
                 embedding_bytes: embedding.saturating_mul(gather),
                 layer_bytes: sp_params.largest_layer.saturating_mul(gather),
                 head_bytes: sp_params
@@ -787,14 +795,7 @@ pub fn ranks(
                 gloo: counting == super::Counting::CpuExact,
                 temp,
                 layer_peak,
-                // the loss's backward in fp32: loss parallel's decomposed NLL gradient (3 tensors
-                // of the rank's logits) under TP, the fused kernels' two otherwise
-                loss_grad: if head {
-                    let logits_fp32 = tokens.saturating_mul(vpad).saturating_mul(4) / tp;
-                    logits_fp32.saturating_mul(if tp > 1 { 3 } else { 2 })
-                } else {
-                    0
-                },
+                loss_grad: titan_loss_grad,
                 pipeline: (layout.pp > 1).then(|| {
                     // the stage's largest tensor: a vocabulary matrix on the first and last
                     // stages, else the largest layer tensor (TP-split)
@@ -829,39 +830,24 @@ pub fn ranks(
         } else {
             // Megatron / torchtitan: the last stage's logits in forward, the cross-entropy's
             // gradient or one layer's backward (whichever is larger) beside the reduce buffers.
-            let head = sp_params.has_head && i == stages.len() - 1;
-            let titan = layout.framework == Framework::Torchtitan;
-            // one fp32 tensor of the rank's logits (`L`)
-            let logits_fp32 = if head {
-                tokens.saturating_mul(vpad).saturating_mul(4) / tp
+            let logits_transient = if titan {
+                // torchtitan's loss: `pred.float()` (a copy under mixed precision); under TP
+                // loss parallel's log-softmax is DTensor's decomposed one: the shifted logits
+                // and their `exp` live at once, one fp32 tensor more than the saved output
+                // counted in the activations (the fused CPU / CUDA kernel has none)
+                let copy = if e == 4 { 0 } else { logits_fp32 };
+                let parallel = if tp > 1 { logits_fp32 } else { 0 };
+                logits_bytes.saturating_add(copy).saturating_add(parallel)
+            } else {
+                logits_bytes
+            };
+            let ce_grad = if titan { titan_loss_grad } else { logits_fp32 };
+            // torch.distributed.pipelining's stage keeps its forward output (the last stage's
+            // logits) until that micro-batch's backward is done
+            let held_output = if titan && layout.pp > 1 {
+                logits_bytes
             } else {
                 0
-            };
-            let logits_transient = if head {
-                let logits = tokens.saturating_mul(vpad).saturating_mul(e) / tp;
-                if titan {
-                    // torchtitan's loss: `pred.float()` (a copy under mixed precision); under TP
-                    // loss parallel's log-softmax is DTensor's decomposed one: the shifted logits
-                    // and their `exp` live at once, one fp32 tensor more than the saved output
-                    // counted in the activations (the fused CPU / CUDA kernel has none)
-                    let copy = if e == 4 { 0 } else { logits_fp32 };
-                    let parallel = if tp > 1 { logits_fp32 } else { 0 };
-                    logits.saturating_add(copy).saturating_add(parallel)
-                } else {
-                    logits
-                }
-            } else {
-                0
-            };
-            let ce_grad = if titan && tp > 1 {
-                // loss parallel's NLL backward: a zeroed gradient, the `exp` of the saved output
-                // and their sum, beside the saved output (traced on CPU)
-                3 * logits_fp32
-            } else if titan {
-                // fused kernels: the NLL gradient, then the log-softmax's
-                2 * logits_fp32
-            } else {
-                logits_fp32
             };
             // torchtitan with several micro-batches per step (a pipeline schedule, or gradient
             // accumulation) and no FSDP2: after the first micro-batch every parameter's gradient
@@ -869,15 +855,7 @@ pub fn ranks(
             // vocabulary shard) comes first in a micro-batch's backward, beside all its
             // activations; the embedding's (whole under TP) comes last, beside the other
             // in-flight micro-batches' activations only.
-            // torch.distributed.pipelining's stage keeps its forward output (the last stage's
-            // logits) until that micro-batch's backward is done
-            let held_output = if titan && layout.pp > 1 && head {
-                tokens.saturating_mul(vpad).saturating_mul(e) / tp
-            } else {
-                0
-            };
-            let accumulating = layout.framework == Framework::Torchtitan && m > 1 && !layout.fsdp2;
-            let backward_accumulating = if accumulating {
+            let backward_accumulating = if titan && m > 1 && !layout.fsdp2 {
                 let pe = if scenario.dtype == Dtype::Fp32 { 4 } else { 2 };
                 let vocab_grad = embedding_elements(spec).saturating_mul(pe);
                 let base = persistent.saturating_add(comm);
@@ -898,24 +876,24 @@ pub fn ranks(
             } else {
                 0
             };
-            // torchtitan's `train_step` opens with `zero_grad`: one micro-batch's forward runs
-            // without gradients (Megatron keeps its main-gradient buffer allocated)
-            let forward_grads = if layout.framework == Framework::Torchtitan && m == 1 {
-                grads
+            // torchtitan's `train_step` opens with `zero_grad`: with one micro-batch, forward and
+            // the start of backward run without gradients (Megatron keeps its main-gradient
+            // buffer allocated)
+            let no_grads_yet = titan && m == 1;
+            let before_grads = if no_grads_yet {
+                persistent.saturating_sub(grads)
             } else {
-                0
+                persistent
             };
             (
-                persistent
-                    .saturating_sub(forward_grads)
+                before_grads
                     .saturating_add(comm)
                     .saturating_add(acts)
                     .saturating_add(logits_transient),
-                if forward_grads > 0 {
-                    // no gradients when backward starts: the activations and the loss's
-                    // gradient first, every gradient (and no activation) at the end
-                    persistent
-                        .saturating_sub(forward_grads)
+                if no_grads_yet {
+                    // the activations and the loss's gradient first, every gradient (and no
+                    // activation) at the end
+                    before_grads
                         .saturating_add(comm)
                         .saturating_add(acts)
                         .saturating_add(layer_peak.max(ce_grad))
