@@ -996,6 +996,45 @@ def titan_stage_fqns(n_layers, pp):
     return out
 
 
+def name_phases(tracker):
+    """Makes `tracker.phase` remember the phase running now: returns a one-item list holding its
+    name ("load" until the first phase starts), for the OOM answer."""
+    current = ["load"]
+    orig_phase = tracker.phase
+
+    @contextlib.contextmanager
+    def named_phase(name):
+        current[0] = name
+        with orig_phase(name):
+            yield
+    tracker.phase = named_phase
+    return current
+
+
+def answer_oom(doc, measured, tracker, phase_name, e):
+    """Fills `doc` as the answer to an out-of-memory error in `phase_name`: the phase records so
+    far, and what was allocated and the peak when it happened."""
+    allocated = tracker.allocated_now()
+    peak = tracker.peak_now() if hasattr(tracker, "peak_now") else None
+    records = tracker.finish(failed_phase=phase_name)
+    measured["phases"] = records
+    if allocated is None:
+        for r in records:
+            if r["name"] == phase_name:
+                allocated, peak = r["allocated_bytes"], r["peak_allocated_bytes"]
+    doc["status"] = "oom"
+    doc["error"] = {
+        "kind": "oom",
+        "phase": phase_name,
+        "allocated_bytes": allocated,
+        "peak_allocated_bytes": peak,
+        "message": "does not fit: OOM in phase %s after %.2f GiB"
+                   % (phase_name, (peak or allocated or 0) / GIB),
+        "detail": str(e).splitlines()[0] if str(e) else type(e).__name__,
+    }
+    return doc
+
+
 def make_tracker(torch, device, dev_info):
     """The live-bytes tracker of the device (CUDA's allocator and NVML, or the CPU profiler)."""
     if device.type == "cuda":
@@ -1019,31 +1058,15 @@ def measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info
     doc["world_size"] = world
     doc["measured"] = {}
     tracker = make_tracker(torch, device, dev_info)
-    phase_name = ["load"]
-    orig_phase = tracker.phase
-
-    @contextlib.contextmanager
-    def named_phase(name):
-        phase_name[0] = name
-        with orig_phase(name):
-            yield
-    tracker.phase = named_phase
+    phase_name = name_phases(tracker)
     try:
         return measure_torchtitan(torch, args, scenario, doc, notes, device, tracker)
     except Exception as e:
-        if isinstance(e, ProbeFailure) or not is_oom(torch, e):
-            with contextlib.suppress(Exception):
-                tracker.finish(failed_phase=phase_name[0])
-            raise
-        records = tracker.finish(failed_phase=phase_name[0])
-        doc["measured"]["phases"] = records
-        peak = max((r["peak_allocated_bytes"] for r in records), default=0)
-        doc["status"] = "oom"
-        doc["error"] = {"kind": "oom", "phase": phase_name[0], "allocated_bytes": None,
-                        "peak_allocated_bytes": peak,
-                        "message": "does not fit: OOM in phase %s after %.2f GiB" % (phase_name[0], peak / GIB),
-                        "detail": str(e).splitlines()[0] if str(e) else type(e).__name__}
-        return doc
+        if not isinstance(e, ProbeFailure) and is_oom(torch, e):
+            return answer_oom(doc, doc["measured"], tracker, phase_name[0], e)
+        with contextlib.suppress(Exception):
+            tracker.finish(failed_phase=phase_name[0])
+        raise
 
 
 def measure_torchtitan(torch, args, scenario, doc, notes, device, tracker):
@@ -1454,7 +1477,7 @@ def measure(args):
         torch.manual_seed(0)
     tracker = make_tracker(torch, device, dev_info)
     measured["counting"] = tracker.counting
-    phase_name = "load"
+    phase_name = ["load"]
     try:
         progress("building %s (%s) on %s" % (model_type, mode, device))
         with tracker.phase("load"):
@@ -1506,41 +1529,15 @@ def measure(args):
             runner = run_train_deepspeed if int(scenario.get("zero", 0)) >= 1 else run_train
         else:
             runner = run_infer
-        orig_phase = tracker.phase
-
-        @contextlib.contextmanager
-        def named_phase(name):
-            nonlocal phase_name
-            phase_name = name
-            with orig_phase(name):
-                yield
-        tracker.phase = named_phase
+        phase_name = name_phases(tracker)
         runner(torch, model, head, scenario, device, tracker, measured, autocast)
         measured["trainable_bytes"] = measured.get("trainable_bytes", 0)
         measured["phases"] = tracker.finish()
     except Exception as e:
         if not isinstance(e, ProbeFailure) and is_oom(torch, e):
-            allocated = tracker.allocated_now()
-            peak = tracker.peak_now() if hasattr(tracker, "peak_now") else None
-            records = tracker.finish(failed_phase=phase_name)
-            measured["phases"] = records
-            if allocated is None:
-                for r in records:
-                    if r["name"] == phase_name:
-                        allocated, peak = r["allocated_bytes"], r["peak_allocated_bytes"]
-            doc["status"] = "oom"
-            doc["error"] = {
-                "kind": "oom",
-                "phase": phase_name,
-                "allocated_bytes": allocated,
-                "peak_allocated_bytes": peak,
-                "message": "does not fit: OOM in phase %s after %.2f GiB"
-                           % (phase_name, (peak or allocated or 0) / GIB),
-                "detail": str(e).splitlines()[0] if str(e) else type(e).__name__,
-            }
-            return doc
+            return answer_oom(doc, measured, tracker, phase_name[0], e)
         with contextlib.suppress(Exception):
-            tracker.finish(failed_phase=phase_name)
+            tracker.finish(failed_phase=phase_name[0])
         raise
     return doc
 
