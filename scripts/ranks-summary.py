@@ -107,7 +107,10 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "- tensor parallel × FSDP2: %s;" % stats(errors["tp+fsdp2"]),
        "- torchtitan (TP + SP, PP, FSDP2 and their combinations): %s;" % stats(errors["titan"]),
        "- DeepSpeed ZeRO 1 and 2: %s;" % stats(errors["zero"]),
-       "- DeepSpeed ZeRO 3 (its stage-3 model is not calibrated on these runs): %s." % stats(errors["zero3"]), "",
+       "- DeepSpeed ZeRO 3 (its stage-3 model is not calibrated on these runs): %s, against the estimate recorded when it was measured. "
+       "The gathered-parameter model of 2026-12-07 (formulas/training.md §ZeRO) gives forward_2 / backward_2 / optimizer_2 "
+       "-33.9 / -26.7 / -28.4 %% on rank 0 and -35.8 / -28.8 / -28.6 %% on rank 1: what the ranks hold beyond the parameters after the step "
+       "(1.19 and 1.20 GB, gloo's buffers and DeepSpeed's gradient partition) is not modelled." % stats(errors["zero3"]), "",
        "Ranks of one case differ by what gloo still holds: outputs of its CPU collectives are released",
        "late, by a different amount on each rank and run (a bare 1 MiB all-reduce repeated 60 times left",
        "7–10 MiB allocated). Under tensor parallelism that is a few hidden-size tensors per step; under",

@@ -470,6 +470,8 @@ pub fn component(lang: Lang, key: &str) -> String {
         ("activations", true) => "激活",
         ("autocast_weight_copies", false) => "Autocast weight copies",
         ("autocast_weight_copies", true) => "autocast 权重副本",
+        ("zero3_gathered_params", false) => "ZeRO-3 gathered parameters",
+        ("zero3_gathered_params", true) => "ZeRO-3 聚合的完整参数",
         ("buffers", false) => "Communication buffers",
         ("buffers", true) => "通信缓冲",
         ("kv_cache", false) => "KV cache",

@@ -107,6 +107,51 @@ fn zero3_on_8_gpus_partitions_weights_gradients_states_and_master() {
     assert_eq!(e.optimizer_bytes, (12 * p).div_ceil(8));
 }
 
+/// The `zero3_gathered_params` component of phase `name`.
+fn gathered_in(e: &vram_core::train::TrainEstimate, name: &str) -> u64 {
+    e.phases
+        .iter()
+        .find(|p| p.name == name)
+        .and_then(|p| {
+            p.components
+                .iter()
+                .find(|(k, _)| k == "zero3_gathered_params")
+        })
+        .map_or(0, |(_, b)| *b)
+}
+
+#[test]
+fn zero3_gathers_up_to_the_live_limit_from_the_second_step_on() {
+    // DeepSpeed's prefetcher (traced on CPU, docs/formulas/training.md §ZeRO 3) holds the whole
+    // model or stage3_max_live_parameters = 1e9 elements at the end of forward from the second
+    // step on; parameters of at most 10·hidden elements stay gathered among the buffers.
+    let s = Scenario {
+        zero: ZeroStage(3),
+        gpus: 8,
+        ..pure_bf16()
+    };
+    let big = estimate_training(
+        &spec("meta-llama__Llama-3.1-8B"),
+        &s,
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    // 8,030,261,248 parameters, 266,240 of them in norms: the live limit binds, × 2 B
+    assert_eq!(gathered_in(&big, "forward_2"), 2_000_000_000);
+    // the first step gathers one module at a time: at most the head, 128,256 × 4,096 × 2 B
+    assert!(gathered_in(&big, "forward") <= 1_050_673_152);
+    assert_eq!(gathered_in(&big, "optimizer_2"), 0);
+    // SmolLM2-135M: 134,515,008 parameters, 35,136 in norms (≤ 5,760 elements each): the whole
+    // rest is gathered, × 2 B
+    let small = estimate_training(
+        &spec("HuggingFaceTB__SmolLM2-135M-Instruct"),
+        &s,
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    assert_eq!(gathered_in(&small, "forward_2"), 268_959_744);
+}
+
 #[test]
 fn mamba_trains_under_autocast_and_in_pure_bf16() {
     let m = spec("state-spaces__mamba-130m-hf");

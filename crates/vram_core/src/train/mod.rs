@@ -449,13 +449,14 @@ fn compute(
         } else {
             0
         },
+        gathered: shard.gathered.clone(),
     };
     let figures = phases::phase_figures(&prof, &inputs);
     let moments = BackwardMoments {
         start_bytes: prof
             .forward_end_bytes
             .saturating_add(prof.ce_backward_bytes),
-        end_bytes: phases::backward_peak_parts(&prof, &inputs, 0).end_bytes,
+        end_bytes: phases::backward_peak_parts(&prof, &inputs, 0, true).end_bytes,
         gradients_bytes: shard.gradients_bytes,
     };
     // The headline leaves out `load`: its peak holds the random-initialisation transient of

@@ -64,11 +64,63 @@ pub struct PhaseInputs {
     /// ZeRO 1: every gradient whole at the end of backward (`gradients_bytes` is the partition
     /// that stays after it).
     pub end_whole_gradients_bytes: u64,
+    /// ZeRO 3: the parameters gathered whole over the step (`zero::zero3_gathered`).
+    pub gathered: Option<GatheredParams>,
 }
 
-/// Backward peak above `base` (weights, buffers, states present), from the activation profile.
+/// ZeRO 3's parameters gathered whole at the moments of a step, beyond the persistent small ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GatheredParams {
+    /// First step: the largest module of a layer, gathered for its forward or backward alone.
+    pub module_bytes: u64,
+    /// The head's weight (the `lm_head`, or the tied embedding), gathered for the head's forward
+    /// and backward.
+    pub head_bytes: u64,
+    /// The embeddings, gathered for their forward and, last, their backward.
+    pub embedding_bytes: u64,
+    /// From the second step on: what the prefetcher holds at the end of forward and the start of
+    /// backward (the whole model or the live limit).
+    pub steady_bytes: u64,
+    /// From the second step on, per layer: what is still gathered while that layer runs
+    /// backward (the embeddings and the layers up to it, at most the live limit).
+    pub below_bytes: Vec<u64>,
+}
+
+/// A moment of the step, for [`GatheredParams::at`].
+#[derive(Clone, Copy, Debug)]
+enum Moment {
+    /// The loss and its backward, before the head's.
+    Loss,
+    /// The head's backward.
+    Head,
+    /// Layer `i`'s backward.
+    Layer(u64),
+    /// The embedding's backward, last.
+    End,
+}
+
+impl GatheredParams {
+    /// Bytes gathered at `moment` of the first step (`steady` false) or a later one.
+    fn at(&self, moment: Moment, steady: bool) -> u64 {
+        match (moment, steady) {
+            (Moment::Loss, false) => 0,
+            (Moment::Head, false) => self.head_bytes,
+            (Moment::Layer(_), false) => self.module_bytes,
+            (Moment::Loss | Moment::Head, true) => self.steady_bytes,
+            (Moment::Layer(i), true) => usize::try_from(i)
+                .ok()
+                .and_then(|i| self.below_bytes.get(i))
+                .copied()
+                .unwrap_or(self.steady_bytes),
+            (Moment::End, _) => self.embedding_bytes,
+        }
+    }
+}
+
+/// Backward peak above `base` (weights, buffers, states present), from the activation profile,
+/// in the steady state.
 pub fn backward_peak(prof: &ActivationProfile, inp: &PhaseInputs, grads_at_start: u64) -> u64 {
-    backward_peak_parts(prof, inp, grads_at_start).bytes
+    backward_peak_parts(prof, inp, grads_at_start, true).bytes
 }
 
 /// The backward peak and what it is made of.
@@ -84,25 +136,36 @@ pub struct BackwardPeak {
     /// The last moment, the embedding's backward, above the same base (every gradient, a tied
     /// embedding's second gradient): what sharded layouts rebuild with their own buffers.
     pub end_bytes: u64,
+    /// Of it, ZeRO 3's parameters gathered at that moment.
+    pub gathered_params_bytes: u64,
 }
 
-/// [`backward_peak`] with its parts.
+/// [`backward_peak`] with its parts, in the first step (`steady` false: ZeRO 3 gathers one module
+/// at a time) or a later one.
 pub fn backward_peak_parts(
     prof: &ActivationProfile,
     inp: &PhaseInputs,
     grads_at_start: u64,
+    steady: bool,
 ) -> BackwardPeak {
     let scale = |g: u64| g.saturating_mul(inp.grad_scale_num) / inp.grad_scale_den.max(1);
+    let gathered = |m: Moment| inp.gathered.as_ref().map_or(0, |g| g.at(m, steady));
+    let layers_total = prof.layers.len();
     let acts_total = prof.forward_end_bytes;
     // cross-entropy backward: nll_loss grad + log_softmax grad on top of everything saved.
     let mut peak = acts_total
         .saturating_add(prof.ce_backward_bytes)
-        .saturating_add(grads_at_start);
-    let mut at_peak = (grads_at_start, prof.autocast_saved_end_bytes);
-    let mut consider = |bytes: u64, grads: u64, copies: u64| {
+        .saturating_add(grads_at_start)
+        .saturating_add(gathered(Moment::Loss));
+    let mut at_peak = (
+        grads_at_start,
+        prof.autocast_saved_end_bytes,
+        gathered(Moment::Loss),
+    );
+    let mut consider = |bytes: u64, grads: u64, copies: u64, params: u64| {
         if bytes > peak {
             peak = bytes;
-            at_peak = (grads, copies);
+            at_peak = (grads, copies, params);
         }
     };
     // after the head: its saved tensors and the log-softmax are released, the head grad exists.
@@ -119,22 +182,28 @@ pub fn backward_peak_parts(
         scale(inp.head_grad_bytes)
     };
     let mut grads_done = grads_at_start.saturating_add(head_grad);
+    let last_layer = Moment::Layer(layers_total.saturating_sub(1));
     // the final norm's backward, right after the head's
     consider(
         after_head
             .saturating_add(prof.head_norm_backward_bytes)
-            .saturating_add(grads_done),
+            .saturating_add(grads_done)
+            .saturating_add(gathered(last_layer)),
         grads_done,
         copies_below,
+        gathered(last_layer),
     );
-    // ZeRO ≥ 2: the head's gradient whole until it is reduced (its share is in `grads_done`)
+    // ZeRO ≥ 2: the head's gradient whole until it is reduced (its share is in `grads_done`),
+    // beside the head's weight gathered at stage 3
     if head_grad > 0 {
         consider(
             after_head
                 .saturating_add(grads_done)
-                .saturating_add(inp.unreduced_grad_bytes.saturating_sub(head_grad)),
+                .saturating_add(inp.unreduced_grad_bytes.saturating_sub(head_grad))
+                .saturating_add(gathered(Moment::Head)),
             grads_done,
             copies_below,
+            gathered(Moment::Head),
         );
     }
     let mut kept_below: u64 = after_head;
@@ -176,8 +245,14 @@ pub fn backward_peak_parts(
                     .saturating_add(grads_done)
                     .saturating_add(scale(inp.decoder_embedding_grad_bytes))
                     .saturating_add(buffered)
-                    .saturating_add(prof.grad_stream_bytes);
-                consider(bytes, grads_done, copies_below);
+                    .saturating_add(prof.grad_stream_bytes)
+                    .saturating_add(gathered(Moment::Layer(left.saturating_sub(1))));
+                consider(
+                    bytes,
+                    grads_done,
+                    copies_below,
+                    gathered(Moment::Layer(left.saturating_sub(1))),
+                );
                 kept_below = kept_below.saturating_sub(prof.between_stacks_saved_bytes);
                 if grads_at_start == 0 {
                     grads_done =
@@ -223,13 +298,16 @@ pub fn backward_peak_parts(
             } else {
                 0
             };
+            // layer `left - j` of the model (the run's `j`-th, from its top)
+            let layer_at = |j: u64| Moment::Layer(left.saturating_sub(j));
             let point = |j: u64| {
                 let bytes = kept_below
                     .saturating_sub(kept.saturating_mul(j))
                     .saturating_add(layer_peak)
                     .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
                     .saturating_add(retained.saturating_add(retain.saturating_mul(j - 1)))
-                    .saturating_add(prof.grad_stream_bytes);
+                    .saturating_add(prof.grad_stream_bytes)
+                    .saturating_add(gathered(layer_at(j)));
                 let copies = copies_below
                     .saturating_sub(kept_copies.saturating_mul(j))
                     .saturating_add(layer_copies);
@@ -237,12 +315,24 @@ pub fn backward_peak_parts(
                     bytes,
                     grads_done.saturating_add(grad.saturating_mul(j)),
                     copies,
+                    gathered(layer_at(j)),
                 )
             };
-            let (first, first_grads, first_copies) = point(1);
-            consider(first, first_grads, first_copies);
-            let (last, last_grads, last_copies) = point(run);
-            consider(last, last_grads, last_copies);
+            let (first, first_grads, first_copies, first_params) = point(1);
+            consider(first, first_grads, first_copies, first_params);
+            let (last, last_grads, last_copies, last_params) = point(run);
+            consider(last, last_grads, last_copies, last_params);
+            // ZeRO 3 from the second step: the gathered bytes fall layer by layer once under the
+            // live limit, flat above it; the run's peak may sit where they start to fall
+            if steady && inp.gathered.is_some() {
+                let top = gathered(layer_at(1));
+                if let Some(j) = (2..run).find(|&j| gathered(layer_at(j)) < top) {
+                    for at in [j - 1, j] {
+                        let (bytes, grads, copies, params) = point(at);
+                        consider(bytes, grads, copies, params);
+                    }
+                }
+            }
             kept_below = kept_below.saturating_sub(kept.saturating_mul(run));
             copies_below = copies_below.saturating_sub(kept_copies.saturating_mul(run));
             grads_done = grads_done.saturating_add(grad.saturating_mul(run));
@@ -260,8 +350,9 @@ pub fn backward_peak_parts(
     let end = kept_below
         .saturating_sub(prof.pre_saved_bytes)
         .saturating_add(grads_end)
-        .saturating_add(retained);
-    consider(end, grads_end, copies_below);
+        .saturating_add(retained)
+        .saturating_add(gathered(Moment::End));
+    consider(end, grads_end, copies_below, gathered(Moment::End));
     // ZeRO ≥ 2: the embedding's dense gradient whole until it is reduced; ZeRO 1: every
     // gradient whole and the partition buffer they are reduced into
     consider(
@@ -269,12 +360,18 @@ pub fn backward_peak_parts(
             .saturating_add(inp.end_partition_bytes),
         grads_end,
         copies_below,
+        gathered(Moment::End),
     );
+    let gradients = at_peak.0.min(peak);
+    let copies = at_peak.1.min(peak.saturating_sub(gradients));
     BackwardPeak {
         end_bytes: end,
         bytes: peak,
-        gradients_bytes: at_peak.0.min(peak),
-        autocast_copy_bytes: at_peak.1.min(peak.saturating_sub(at_peak.0)),
+        gradients_bytes: gradients,
+        autocast_copy_bytes: copies,
+        gathered_params_bytes: at_peak
+            .2
+            .min(peak.saturating_sub(gradients).saturating_sub(copies)),
     }
 }
 
@@ -295,7 +392,7 @@ pub struct PhaseFigure {
     /// Highest tensor bytes during the phase.
     pub peak_allocated_bytes: u64,
     /// What is live at the peak, by component key (`""` marks an unused slot).
-    pub components: [(&'static str, u64); 5],
+    pub components: [(&'static str, u64); 6],
 }
 
 /// The autocast weight copies as a component of their own (unnamed, so left out, when there are
@@ -303,6 +400,15 @@ pub struct PhaseFigure {
 fn copies_component(bytes: u64) -> (&'static str, u64) {
     if bytes > 0 {
         ("autocast_weight_copies", bytes)
+    } else {
+        ("", 0)
+    }
+}
+
+/// ZeRO 3's gathered parameters as a component of their own (left out when none).
+fn gathered_component(bytes: u64) -> (&'static str, u64) {
+    if bytes > 0 {
+        ("zero3_gathered_params", bytes)
     } else {
         ("", 0)
     }
@@ -333,6 +439,7 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
             },
             ("optimizer", load_states),
             ("", 0),
+            ("", 0),
         ],
     };
     for step in 1..=2usize {
@@ -353,42 +460,69 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
         // the input ids exist from step 1's forward on; the simulated forward accounts for them.
         let base = w + states + grads_live;
         let at = 1 + (step - 1) * 3;
+        let acts_peak = if first {
+            prof.forward_peak_bytes
+        } else {
+            prof.forward_peak_bytes.max(prof.next_forward_peak_bytes)
+        };
+        // ZeRO 3: from the second step on the prefetcher holds its gathered parameters from early
+        // in forward to the loss; in the first step the head's weight is gathered for the head's
+        // forward (beside what is saved before the log-softmax), the embedding's for its own.
+        let (fwd_gathered, fwd_peak, fwd_end_gathered) = match &inp.gathered {
+            None => (0, acts_peak, 0),
+            Some(g) if !first => (g.steady_bytes, acts_peak + g.steady_bytes, g.steady_bytes),
+            Some(g) => {
+                let at_head = prof
+                    .forward_end_bytes
+                    .saturating_sub(prof.log_softmax_bytes)
+                    .saturating_add(g.head_bytes);
+                if at_head > acts_peak.max(g.embedding_bytes) {
+                    (g.head_bytes, at_head, 0)
+                } else if g.embedding_bytes > acts_peak {
+                    (g.embedding_bytes, g.embedding_bytes, 0)
+                } else {
+                    (0, acts_peak, 0)
+                }
+            }
+        };
         out[at] = PhaseFigure {
             name: names[0],
-            allocated_bytes: base + prof.forward_end_bytes,
-            peak_allocated_bytes: base
-                + if first {
-                    prof.forward_peak_bytes
-                } else {
-                    prof.forward_peak_bytes.max(prof.next_forward_peak_bytes)
-                },
+            allocated_bytes: base + prof.forward_end_bytes + fwd_end_gathered,
+            peak_allocated_bytes: base + fwd_peak,
             components: [
                 ("weights", inp.weights_bytes),
                 ("optimizer", states),
                 ("gradients", grads_live),
                 (
                     "activations",
-                    prof.forward_peak_bytes
+                    fwd_peak
+                        .saturating_sub(fwd_gathered)
                         .saturating_sub(prof.autocast_copies_at_forward_peak_bytes),
                 ),
                 copies_component(
                     prof.autocast_copies_at_forward_peak_bytes
                         .min(prof.forward_peak_bytes),
                 ),
+                gathered_component(fwd_gathered),
             ],
         };
-        let bwd = backward_peak_parts(prof, inp, grads_live);
+        let bwd = backward_peak_parts(prof, inp, grads_live, !first);
         let bwd_peak = w + states + bwd.bytes;
         let bwd_ends_higher = w + states + g + extra > bwd_peak;
         // what is live at the phase's peak: mid-backward only the gradients done so far exist
-        let (bwd_grads, bwd_copies, bwd_acts) = if bwd_ends_higher {
-            (g, 0, extra)
+        let (bwd_grads, bwd_copies, bwd_params, bwd_acts) = if bwd_ends_higher {
+            (g, 0, 0, extra)
         } else {
-            let rest = bwd.bytes.saturating_sub(bwd.gradients_bytes);
+            let rest = bwd
+                .bytes
+                .saturating_sub(bwd.gradients_bytes)
+                .saturating_sub(bwd.autocast_copy_bytes)
+                .saturating_sub(bwd.gathered_params_bytes);
             (
                 bwd.gradients_bytes,
                 bwd.autocast_copy_bytes,
-                rest - bwd.autocast_copy_bytes,
+                bwd.gathered_params_bytes,
+                rest,
             )
         };
         out[at + 1] = PhaseFigure {
@@ -401,6 +535,7 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
                 ("gradients", bwd_grads),
                 ("activations", bwd_acts),
                 copies_component(bwd_copies),
+                gathered_component(bwd_params),
             ],
         };
         let opt_start = w + g + extra + states;
@@ -424,6 +559,7 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
                 } else {
                     ("", 0)
                 },
+                ("", 0),
             ],
         };
     }

@@ -18,6 +18,7 @@
 //!   (`gradient_as_bucket_view=False`, the default), i.e. one more gradient-sized buffer.
 
 use super::persistent::{Persistent, Precision};
+use super::phases::GatheredParams;
 use crate::scenario::Scenario;
 use crate::spec::ModelSpec;
 
@@ -53,8 +54,96 @@ pub struct Sharded {
     /// ZeRO 1: gradients stay whole through backward and are reduced into the partition buffer at
     /// its end (both live then).
     pub whole_grads_in_backward: bool,
+    /// ZeRO 3: the parameters gathered whole over the step, beyond the persistent ones counted in
+    /// `buffers_bytes` (`None` below stage 3).
+    pub gathered: Option<GatheredParams>,
     /// Explanations of the sharding terms.
     pub notes: Vec<(String, u64, String)>,
+}
+
+/// DeepSpeed's `stage3_max_live_parameters` default (`zero/config.py`
+/// `ZERO_OPTIMIZATION_MAX_LIVE_PARAMETERS_DEFAULT`), which the HF Trainer's config leaves as it is:
+/// the prefetcher stops gathering ahead once this many elements are gathered.
+pub const ZERO3_MAX_LIVE_PARAMETERS: u64 = 1_000_000_000;
+
+/// DeepSpeed's `stage3_param_persistence_threshold` as the HF Trainer fills `"auto"`: `10·hidden`.
+/// Parameters of at most this many elements stay gathered for good (`ds_persist`).
+pub fn zero3_persistence_threshold(spec: &ModelSpec) -> u64 {
+    spec.hidden_size.saturating_mul(10)
+}
+
+/// What ZeRO 3 gathers over a step, from DeepSpeed 0.19's `PartitionedParameterCoordinator`
+/// (`zero/partitioned_param_coordinator.py`), traced on CPU (docs/formulas/training.md §ZeRO 3):
+/// - the first step runs before the module trace is complete: each module's parameters are
+///   gathered for its forward and its backward and released after, with no prefetch;
+/// - from the second step on the trace is complete and every module fetch prefetches up to
+///   `stage3_prefetch_bucket_size` more elements, parameter-less modules (the decoder layer, its
+///   attention and MLP) included, while fewer than `stage3_max_live_parameters` are gathered; a
+///   parameter whose later use the prefetcher has passed, or that is used again within
+///   `stage3_max_reuse_distance`, is not released. The gathered set therefore grows to the whole
+///   model or to the live limit during forward and shrinks in backward as modules finish.
+fn zero3_gathered(spec: &ModelSpec, param_bytes: u64) -> (u64, GatheredParams) {
+    let threshold = zero3_persistence_threshold(spec);
+    let mut persistent = 0u64;
+    let mut embedding = 0u64;
+    let mut head = 0u64;
+    let mut after_layers = 0u64;
+    let mut module = 0u64;
+    let layers = spec.layers.len();
+    let mut per_layer = vec![0u64; layers];
+    for t in spec.tensors.iter().filter(|t| !t.buffer) {
+        let numel = t.numel();
+        let count = t.count();
+        if numel <= threshold {
+            persistent = persistent.saturating_add(numel.saturating_mul(count));
+            continue;
+        }
+        if t.layer.is_some() {
+            module = module.max(numel);
+            for l in t.layers() {
+                if let Some(slot) = usize::try_from(l).ok().and_then(|l| per_layer.get_mut(l)) {
+                    *slot = slot.saturating_add(numel);
+                }
+            }
+            continue;
+        }
+        match t.component {
+            crate::spec::Component::Embedding | crate::spec::Component::PositionEmbedding => {
+                embedding = embedding.saturating_add(numel.saturating_mul(count));
+            }
+            crate::spec::Component::LmHead => {
+                head = head.max(numel);
+                after_layers = after_layers.saturating_add(numel.saturating_mul(count));
+            }
+            _ => after_layers = after_layers.saturating_add(numel.saturating_mul(count)),
+        }
+    }
+    if head == 0 && spec.tie_word_embeddings {
+        // the tied head is the embedding's weight, gathered again for the head
+        head = spec
+            .vocab_size
+            .saturating_mul(spec.hidden_size)
+            .min(embedding);
+    }
+    let cap = ZERO3_MAX_LIVE_PARAMETERS;
+    let mut below = Vec::with_capacity(layers);
+    let mut running = embedding;
+    for l in &per_layer {
+        running = running.saturating_add(*l);
+        below.push(running.min(cap).saturating_mul(param_bytes));
+    }
+    let total = running.saturating_add(after_layers);
+    (
+        persistent.saturating_mul(param_bytes),
+        GatheredParams {
+            module_bytes: module.saturating_mul(param_bytes),
+            head_bytes: head.saturating_mul(param_bytes),
+            embedding_bytes: embedding.saturating_mul(param_bytes),
+            // the head's weight is gathered for its forward even beyond the live limit
+            steady_bytes: total.min(cap.max(head)).saturating_mul(param_bytes),
+            below_bytes: below,
+        },
+    )
 }
 
 fn div(x: u64, n: u64) -> u64 {
@@ -125,11 +214,6 @@ pub fn partition_overlap_elements(spec: &ModelSpec, n: u64) -> u64 {
     u64::try_from(most).unwrap_or(u64::MAX)
 }
 
-/// Largest per-layer parameter count of the main stack (stage-3 gathers at least one layer).
-pub fn largest_layer_params(spec: &ModelSpec) -> u64 {
-    spec.derived().largest_layer_params
-}
-
 pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) -> Sharded {
     let n = s.gpus.max(1);
     let stage = s.zero.0;
@@ -175,6 +259,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             unreduced_grad_bytes: 0,
             grad_norm_temp_bytes: 0,
             whole_grads_in_backward: false,
+            gathered: None,
             notes,
         };
     }
@@ -212,13 +297,12 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     } else {
         div(g, n)
     };
-    let (weights, gathered) = if stage >= 3 {
-        let largest = largest_layer_params(spec);
-        let gathered = largest.saturating_mul(prec.param_bytes).saturating_mul(2);
+    let (weights, gathered, moving) = if stage >= 3 {
+        let (persistent, moving) = zero3_gathered(spec, prec.param_bytes);
         let part = if s.offload_params { 0 } else { div(w_all, n) };
-        (part, gathered)
+        (part, persistent, Some(moving))
     } else {
-        (w_all, 0)
+        (w_all, 0, None)
     };
     let offload_opt = s.offload_optimizer;
     let largest_grad = p.largest_trainable_numel.saturating_mul(grad_elem);
@@ -257,11 +341,18 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             format!("reduce bucket hidden² = {h}² elements × {grad_elem} B = {bucket} B"),
         ));
     }
-    if gathered > 0 {
+    if let Some(m) = &moving {
         notes.push((
             "zero3_gathered".into(),
-            gathered,
-            format!("stage 3 gathers the largest layer (+ prefetch): 2 × largest layer × {} B = {gathered} B", prec.param_bytes),
+            m.steady_bytes,
+            format!(
+                "stage 3 gathers parameters whole: from the second step on the prefetcher holds the whole model or stage3_max_live_parameters = {} elements, whichever is less, × {} B = {} B at the end of forward; the first step one module at a time (largest {} B, the head {} B); parameters of at most 10·hidden elements stay gathered ({gathered} B, among the buffers)",
+                ZERO3_MAX_LIVE_PARAMETERS,
+                prec.param_bytes,
+                m.steady_bytes,
+                m.module_bytes,
+                m.head_bytes
+            ),
         ));
     }
     let mut cpu = 0u64;
@@ -283,6 +374,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         unreduced_grad_bytes: unreduced,
         grad_norm_temp_bytes: grad_norm_temp,
         whole_grads_in_backward: stage == 1,
+        gathered: moving,
         notes,
     }
 }
