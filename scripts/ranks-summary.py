@@ -108,9 +108,9 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "- torchtitan (TP + SP, PP, FSDP2 and their combinations): %s;" % stats(errors["titan"]),
        "- DeepSpeed ZeRO 1 and 2: %s;" % stats(errors["zero"]),
        "- DeepSpeed ZeRO 3 (its stage-3 model is not calibrated on these runs): %s, against the estimate recorded when it was measured. "
-       "The gathered-parameter model of 2026-12-07 (formulas/training.md §ZeRO) gives forward_2 / backward_2 / optimizer_2 "
-       "-33.9 / -26.7 / -28.4 %% on rank 0 and -35.8 / -28.8 / -28.6 %% on rank 1: what the ranks hold beyond the parameters after the step "
-       "(1.19 and 1.20 GB, gloo's buffers and DeepSpeed's gradient partition) is not modelled." % stats(errors["zero3"]), "",
+       "The stage-3 model of 2026-12-07 (gathered parameters, the persistent gradient partition buffer, the sub-group step; formulas/training.md §ZeRO) gives forward_2 / backward_2 / optimizer_2 "
+       "-23.1 / -15.8 / -19.2 %% on rank 0 and -25.3 / -18.1 / -19.4 %% on rank 1; with what gloo holds after the step (734 and 740 MB) taken off, "
+       "-6.2 / +3.2 / 0.0 %% and -9.2 / -0.2 / 0.0 %%." % stats(errors["zero3"]), "",
        "Ranks of one case differ by what gloo still holds: outputs of its CPU collectives are released",
        "late, by a different amount on each rank and run (a bare 1 MiB all-reduce repeated 60 times left",
        "7–10 MiB allocated). Under tensor parallelism that is a few hidden-size tensors per step; under",

@@ -181,7 +181,19 @@ impl PersistentPart {
                 &pers,
                 precision.deepspeed_master,
             );
-            if scenario.zero.0 >= 1 {
+            if shard.step_sub_group_elements > 0 {
+                // ZeRO 3: the optimizer steps one sub-group at a time, its temporaries beside
+                // that sub-group's flattened fp32 gradient
+                let partition = pers.trainable_params.div_ceil(scenario.gpus.max(1)).max(1);
+                let sub = shard.step_sub_group_elements;
+                let foreach = u64::try_from(
+                    u128::from(t / scenario.gpus.max(1)) * u128::from(sub) / u128::from(partition),
+                )
+                .unwrap_or(u64::MAX);
+                sub.saturating_mul(4)
+                    .saturating_add(foreach)
+                    .max(shard.grad_norm_temp_bytes)
+            } else if scenario.zero.0 >= 1 {
                 // the step's moments: the gradient norm's fp64 copy of one partition, then
                 // the optimizer's temporaries on this rank's partition
                 (t / scenario.gpus.max(1)).max(shard.grad_norm_temp_bytes)
@@ -322,7 +334,8 @@ fn compute(
         optimizer_temp_bytes: temp,
         buffers_bytes: shard.buffers_bytes,
         model_buffers_bytes: shard.model_buffers_bytes,
-        states_at_init: shard.states_at_init,
+        optimizer_at_init_bytes: shard.optimizer_at_init_bytes,
+        gradients_persist: shard.gradients_persist,
         grad_accumulation: scenario.grad_accumulation,
         // Bytes beyond all gradients at the embedding's backward, the last node. Its incoming
         // gradient (b·s·H in the embedding's dtype) is alive while `embedding_dense_backward`

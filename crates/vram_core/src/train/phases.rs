@@ -31,8 +31,12 @@ pub struct PhaseInputs {
     pub buffers_bytes: u64,
     /// The model class's non-persistent buffers (part of `buffers_bytes`).
     pub model_buffers_bytes: u64,
-    /// States created at initialisation (DeepSpeed) rather than in the first step.
-    pub states_at_init: bool,
+    /// Of `optimizer_bytes`, what exists from initialisation (DeepSpeed's fp32 master partition);
+    /// the rest is created by the first step.
+    pub optimizer_at_init_bytes: u64,
+    /// The gradients live in every phase (ZeRO 3's flat partition buffer, made at
+    /// initialisation): backward reduces into them, `zero_grad` does not free them.
+    pub gradients_persist: bool,
     /// Micro-batches per optimizer step.
     pub grad_accumulation: u64,
     /// Extra bytes beyond all gradients at the embedding's backward (the last node): its incoming
@@ -195,7 +199,7 @@ pub fn backward_peak_parts(
     );
     // ZeRO ≥ 2: the head's gradient whole until it is reduced (its share is in `grads_done`),
     // beside the head's weight gathered at stage 3
-    if head_grad > 0 {
+    if head_grad > 0 || inp.unreduced_grad_bytes > 0 {
         consider(
             after_head
                 .saturating_add(grads_done)
@@ -419,12 +423,13 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
     let w = inp.weights_bytes.saturating_add(inp.buffers_bytes);
     let g = inp.gradients_bytes;
     let s = inp.optimizer_bytes;
-    let load_states = if inp.states_at_init { s } else { 0 };
+    let load_states = inp.optimizer_at_init_bytes.min(s);
+    let persist_grads = if inp.gradients_persist { g } else { 0 };
     let mut out = [PhaseFigure::default(); 7];
     out[0] = PhaseFigure {
         name: "load",
-        allocated_bytes: w + load_states,
-        peak_allocated_bytes: w + load_states + inp.load_transient_bytes,
+        allocated_bytes: w + load_states + persist_grads,
+        peak_allocated_bytes: w + load_states + persist_grads + inp.load_transient_bytes,
         components: [
             ("weights", inp.weights_bytes),
             (
@@ -438,7 +443,11 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
                 ("", 0)
             },
             ("optimizer", load_states),
-            ("", 0),
+            if persist_grads > 0 {
+                ("gradients", persist_grads)
+            } else {
+                ("", 0)
+            },
             ("", 0),
         ],
     };
@@ -449,9 +458,9 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
         } else {
             ["forward_2", "backward_2", "optimizer_2"]
         };
-        let states = if first && !inp.states_at_init { 0 } else { s };
+        let states = if first { load_states } else { s };
         // gradient accumulation: the second micro-batch runs with the gradients already allocated.
-        let grads_live = if !first && inp.grad_accumulation > 1 {
+        let grads_live = if inp.gradients_persist || (!first && inp.grad_accumulation > 1) {
             g
         } else {
             0
@@ -542,7 +551,11 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
         let opt_peak = w + g + extra + s + inp.optimizer_temp_bytes;
         // zero_grad(set_to_none=True) at the end of the phase frees the gradients (kept while
         // accumulating micro-batches).
-        let g_after = if inp.grad_accumulation > 1 { g } else { 0 };
+        let g_after = if inp.grad_accumulation > 1 || inp.gradients_persist {
+            g
+        } else {
+            0
+        };
         out[at + 2] = PhaseFigure {
             name: names[2],
             allocated_bytes: w + g_after + extra + s,

@@ -41,8 +41,17 @@ pub struct Sharded {
     pub cpu_offload_bytes: u64,
     /// Whether optimizer states live on the GPU (their step temporaries too).
     pub optimizer_on_gpu: bool,
-    /// Whether the states are created at initialisation (DeepSpeed `initialize_optimizer_states`).
-    pub states_at_init: bool,
+    /// The part of `optimizer_bytes` that exists from initialisation: DeepSpeed's fp32 master
+    /// partition. The optimizer's own states are created by its first step, as without DeepSpeed:
+    /// 0.19's `initialize_optimizer_states` only builds them eagerly for Adagrad (measured: the
+    /// ZeRO 1/2 runs load with weights and master alone; a profiler trace of the ZeRO 3 run shows
+    /// AdamW's `zeros_like` for both moments inside the first `step`).
+    pub optimizer_at_init_bytes: u64,
+    /// ZeRO 3: the gradient partition is one flat buffer made at initialisation
+    /// (`stage3.py` `grad_partitions_flat_buffer`, `partition numel × grad-accumulation dtype`)
+    /// that gradients are reduced into and that lives as long as the engine: present in every
+    /// phase, not freed by `zero_grad`.
+    pub gradients_persist: bool,
     /// ZeRO ≥ 2: a parameter's gradient is produced whole by autograd and freed once reduced
     /// into this rank's partition buffer: the largest one's whole bytes are a backward transient
     /// (the head's first, the embedding's last, beside the partition buffer).
@@ -57,6 +66,9 @@ pub struct Sharded {
     /// ZeRO 3: the parameters gathered whole over the step, beyond the persistent ones counted in
     /// `buffers_bytes` (`None` below stage 3).
     pub gathered: Option<GatheredParams>,
+    /// ZeRO 3: elements of the largest optimizer sub-group on this rank, whose fp32 gradient
+    /// lives beside the optimizer's temporaries during its step (0 otherwise).
+    pub step_sub_group_elements: u64,
     /// Explanations of the sharding terms.
     pub notes: Vec<(String, u64, String)>,
 }
@@ -65,6 +77,10 @@ pub struct Sharded {
 /// `ZERO_OPTIMIZATION_MAX_LIVE_PARAMETERS_DEFAULT`), which the HF Trainer's config leaves as it is:
 /// the prefetcher stops gathering ahead once this many elements are gathered.
 pub const ZERO3_MAX_LIVE_PARAMETERS: u64 = 1_000_000_000;
+
+/// DeepSpeed's `sub_group_size` default (`zero/config.py`, 10⁹ elements): stage 3 runs the
+/// optimizer on one sub-group of the rank's partition at a time.
+pub const ZERO3_SUB_GROUP_SIZE: u64 = 1_000_000_000;
 
 /// DeepSpeed's `stage3_param_persistence_threshold` as the HF Trainer fills `"auto"`: `10·hidden`.
 /// Parameters of at most this many elements stay gathered for good (`ds_persist`).
@@ -255,11 +271,13 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             model_buffers_bytes: model_buffers,
             cpu_offload_bytes: if s.offload_optimizer { states } else { 0 },
             optimizer_on_gpu: !s.offload_optimizer,
-            states_at_init: false,
+            optimizer_at_init_bytes: 0,
+            gradients_persist: false,
             unreduced_grad_bytes: 0,
             grad_norm_temp_bytes: 0,
             whole_grads_in_backward: false,
             gathered: None,
+            step_sub_group_elements: 0,
             notes,
         };
     }
@@ -315,14 +333,27 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         0
     } else {
         let norm = p.largest_trainable_numel.min(partition).saturating_mul(8);
-        let flat = partition
+        // stage 3 steps one sub-group of the partition at a time (`sub_group_size`)
+        let flattened = if stage >= 3 {
+            partition.min(ZERO3_SUB_GROUP_SIZE)
+        } else {
+            partition
+        };
+        let flat = flattened
             .saturating_mul(grad_elem)
             .saturating_add(if grad_elem < 4 {
-                partition.saturating_mul(4)
+                flattened.saturating_mul(4)
             } else {
                 0
             });
         norm.max(flat)
+    };
+    // Stage 3 keeps the flattened fp32 gradient of the sub-group as the master's `.grad` through
+    // the optimizer's step on it (`_prepare_fp32_grad_for_sub_group`, `_optimizer_step`).
+    let sub_group = if stage >= 3 && !offload_opt && p.trainable_params > 0 {
+        partition.min(ZERO3_SUB_GROUP_SIZE)
+    } else {
+        0
     };
     let buffers = bucket
         .saturating_add(gathered)
@@ -370,11 +401,14 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         model_buffers_bytes: model_buffers,
         cpu_offload_bytes: cpu,
         optimizer_on_gpu: !offload_opt,
-        states_at_init: true,
+        optimizer_at_init_bytes: if offload_opt { 0 } else { div(master, n) },
+        // with optimizer offload the buffer is made on the host (pinned)
+        gradients_persist: stage >= 3 && !offload_opt,
         unreduced_grad_bytes: unreduced,
         grad_norm_temp_bytes: grad_norm_temp,
         whole_grads_in_backward: stage == 1,
         gathered: moving,
+        step_sub_group_elements: sub_group,
         notes,
     }
 }
