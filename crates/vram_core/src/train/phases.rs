@@ -88,6 +88,9 @@ pub struct GatheredParams {
     /// From the second step on, per layer: what is still gathered while that layer runs
     /// backward (the embeddings and the layers up to it, at most the live limit).
     pub below_bytes: Vec<u64>,
+    /// A transient copy the collective makes of the largest parameter it gathers (gloo on CPU;
+    /// 0 on CUDA, where NCCL gathers in place), at the head's gathering in forward.
+    pub collective_copy_bytes: u64,
 }
 
 /// A moment of the step, for [`GatheredParams::at`].
@@ -479,12 +482,19 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
         // forward (beside what is saved before the log-softmax), the embedding's for its own.
         let (fwd_gathered, fwd_peak, fwd_end_gathered) = match &inp.gathered {
             None => (0, acts_peak, 0),
-            Some(g) if !first => (g.steady_bytes, acts_peak + g.steady_bytes, g.steady_bytes),
+            Some(g) if !first => (
+                g.steady_bytes,
+                acts_peak
+                    .saturating_add(g.steady_bytes)
+                    .saturating_add(g.collective_copy_bytes),
+                g.steady_bytes,
+            ),
             Some(g) => {
                 let at_head = prof
                     .forward_end_bytes
                     .saturating_sub(prof.log_softmax_bytes)
-                    .saturating_add(g.head_bytes);
+                    .saturating_add(g.head_bytes)
+                    .saturating_add(g.collective_copy_bytes);
                 if at_head > acts_peak.max(g.embedding_bytes) {
                     (g.head_bytes, at_head, 0)
                 } else if g.embedding_bytes > acts_peak {

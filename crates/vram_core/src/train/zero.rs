@@ -158,6 +158,7 @@ fn zero3_gathered(spec: &ModelSpec, param_bytes: u64) -> (u64, GatheredParams) {
             // the head's weight is gathered for its forward even beyond the live limit
             steady_bytes: total.min(cap.max(head)).saturating_mul(param_bytes),
             below_bytes: below,
+            collective_copy_bytes: 0,
         },
     )
 }
