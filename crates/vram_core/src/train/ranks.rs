@@ -720,6 +720,31 @@ pub fn ranks(
             0
         };
         let titan_loss_grad = logits_fp32.saturating_mul(if tp > 1 { 3 } else { 2 });
+        // torchtitan's FSDP2 under a pipeline schedule: the stage stays unsharded with its
+        // gradient accumulators (shown as communication buffers: FSDP2's all-gather outputs and
+        // the reduce-scatter's input, held across the micro-batches)
+        let titan_pipeline_fsdp2 = (titan && layout.fsdp2 && layout.pp > 1).then(|| {
+            let gather = if half { 2 } else { 4 };
+            // the stage's largest tensor: a vocabulary matrix on the first and last
+            // stages, else the largest layer tensor (TP-split)
+            let largest_tensor = if sp_params.has_embedding || head {
+                embedding_elements(spec).div_ceil(tp)
+            } else {
+                spec.tensors
+                    .iter()
+                    .filter(|t| t.layer.is_some())
+                    .map(|t| t.numel())
+                    .max()
+                    .unwrap_or(0)
+                    .div_ceil(tp)
+            };
+            let reduce = if half { 4 } else { gather };
+            TitanPipelineFsdp2 {
+                unsharded_bytes: params.saturating_mul(gather),
+                grad_accumulator_bytes: params.saturating_mul(reduce),
+                largest_grad_bytes: largest_tensor.saturating_mul(gather + reduce),
+            }
+        });
         let (forward, backward, optimizer) = if layout.framework == Framework::Hf && layout.fsdp2 {
             // HF with FSDP2: one GPU's step at FSDP2's moments with its gathered groups.
             let unsharded = single.param_bytes.max(1);
@@ -796,27 +821,7 @@ pub fn ranks(
                 temp,
                 layer_peak,
                 loss_grad: titan_loss_grad,
-                pipeline: (layout.pp > 1).then(|| {
-                    // the stage's largest tensor: a vocabulary matrix on the first and last
-                    // stages, else the largest layer tensor (TP-split)
-                    let largest_tensor = if sp_params.has_embedding || head {
-                        embedding_elements(spec).div_ceil(tp)
-                    } else {
-                        spec.tensors
-                            .iter()
-                            .filter(|t| t.layer.is_some())
-                            .map(|t| t.numel())
-                            .max()
-                            .unwrap_or(0)
-                            .div_ceil(tp)
-                    };
-                    let reduce = if half { 4 } else { gather };
-                    TitanPipelineFsdp2 {
-                        unsharded_bytes: params.saturating_mul(gather),
-                        grad_accumulator_bytes: params.saturating_mul(reduce),
-                        largest_grad_bytes: largest_tensor.saturating_mul(gather + reduce),
-                    }
-                }),
+                pipeline: titan_pipeline_fsdp2,
             })
         } else if layout.framework == Framework::Hf {
             // transformers' tensor parallelism (the other HF layout that gets here): the rank runs
@@ -948,7 +953,11 @@ pub fn ranks(
             optimizer_bytes: states,
             activations_bytes: acts,
             in_flight_micro_batches: flight,
-            communication_bytes: comm.saturating_add(reduce_scatter),
+            communication_bytes: comm.saturating_add(reduce_scatter).saturating_add(
+                titan_pipeline_fsdp2.as_ref().map_or(0, |p| {
+                    p.unsharded_bytes.saturating_add(p.grad_accumulator_bytes)
+                }),
+            ),
             nccl_bytes: nccl,
             forward_peak_bytes: forward,
             backward_peak_bytes: backward,
@@ -1155,6 +1164,7 @@ struct TitanFsdp2 {
 /// policy with PP), and the schedule turns gradient sync off for every micro-batch but the last, so
 /// FSDP2 accumulates the stage's unsharded gradients in the reduce dtype (fp32 under the bf16
 /// policy: each micro-batch's gradient is cast and added, `aten::add_` over a `_to_copy`).
+#[derive(Clone, Copy)]
 struct TitanPipelineFsdp2 {
     /// The stage's parameters unsharded in the gather dtype, kept through the step.
     unsharded_bytes: u64,
