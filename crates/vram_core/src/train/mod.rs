@@ -186,8 +186,13 @@ impl PersistentPart {
                 // that sub-group's flattened fp32 gradient
                 let partition = pers.trainable_params.div_ceil(scenario.gpus.max(1)).max(1);
                 let sub = shard.step_sub_group_elements;
+                // HF's Trainer hands DeepSpeed torch's AdamW, whose `foreach` step makes its
+                // temporaries over the fp32 master in 16-bit mode too (measured: TinyLlama 2
+                // layers under bf16, the step holds 8 B per partition element)
+                let torch_temp = persistent::optimizer_temp_bytes(scenario.optimizer, &pers, false);
                 let foreach = u64::try_from(
-                    u128::from(t / scenario.gpus.max(1)) * u128::from(sub) / u128::from(partition),
+                    u128::from(torch_temp / scenario.gpus.max(1)) * u128::from(sub)
+                        / u128::from(partition),
                 )
                 .unwrap_or(u64::MAX);
                 sub.saturating_mul(4)
@@ -465,12 +470,24 @@ fn compute(
         // On CPU gloo's `_allgather_base_` gathers into a temporary of the output's size and
         // copies it over (profiler trace of the ZeRO 3 run: 250 MiB beside the head's 250 MiB
         // weight at the forward peak); NCCL gathers in place.
+        // (a tied head's weight is gathered once, for the embedding at the start of forward)
         gathered: shard.gathered.clone().map(|mut g| {
             if counting == Counting::CpuExact {
-                g.collective_copy_bytes = g.head_bytes.max(g.module_bytes);
+                g.collective_copy_bytes = if head_is_tied {
+                    g.module_bytes
+                } else {
+                    g.head_bytes.max(g.module_bytes)
+                };
             }
             g
         }),
+        // (measured at stage 3; stage 2's fullest rank holds one more V·H then, and keeps it)
+        tied_sum_is_unreduced: full
+            && causal_lm_head
+            && head_is_tied
+            && spec.tensor_parallel <= 1
+            && scenario.zero.0 >= 3
+            && shard.unreduced_grad_bytes > 0,
     };
     let figures = phases::phase_figures(&prof, &inputs);
     let moments = BackwardMoments {
