@@ -48,12 +48,19 @@ pub struct Breakdown {
 /// Keys of terms that explain totals rather than a component.
 const TOTAL_KEYS: &[&str] = &["peak_allocated", "peak_reserved", "device_total", "device"];
 
+/// Terms whose key differs from the component row they explain: `(term, row)`.
+const TERM_ROWS: &[(&str, &str)] = &[("zero3_gathered", "zero3_gathered_params")];
+
 /// Activation terms of the training model: shown under the `activations` row.
 fn belongs_to(row: &str, term_key: &str, row_keys: &[String]) -> bool {
-    if term_key == row {
+    let term_row = TERM_ROWS
+        .iter()
+        .find(|(t, _)| *t == term_key)
+        .map_or(term_key, |(_, r)| *r);
+    if term_row == row {
         return true;
     }
-    if row_keys.iter().any(|r| r == term_key) || TOTAL_KEYS.contains(&term_key) {
+    if row_keys.iter().any(|r| r == term_row) || TOTAL_KEYS.contains(&term_key) {
         return false;
     }
     row == "activations"
