@@ -532,6 +532,19 @@ fn torchtitan_on_one_process_is_refused_before_python_starts() {
     );
 }
 
+/// [`wide_tiny`]'s parameters: embedding and lm_head 32,768,000 each, two layers of 3,934,208,
+/// the final norm's 1,024.
+const WIDE_TINY_PARAMS: u64 = 2 * 32_768_000 + 2 * 3_934_208 + 1_024;
+
+/// The two ranks' documents of `vram measure --nproc 2 --zero STAGE` on [`wide_tiny`].
+fn zero_on_two_ranks(py: &PathBuf, stage: u32) -> Vec<serde_json::Value> {
+    let cfg = temp_config(&format!("tiny-zero{stage}.json"), &wide_tiny());
+    let doc = measure_two_ranks(py, &cfg, &["--zero", &stage.to_string()]);
+    let ranks = doc["ranks"].as_array().expect("ranks").clone();
+    assert_eq!(ranks.len(), 2);
+    ranks
+}
+
 /// `vram measure --nproc 2 --zero 3` runs DeepSpeed ZeRO 3 on two CPU ranks: each rank holds half
 /// the fp32 parameters, and AdamW's two moments and the fp32 master of that half, to the byte as the
 /// estimate says. From the second step on DeepSpeed's prefetcher keeps the whole model gathered
@@ -540,14 +553,9 @@ fn torchtitan_on_one_process_is_refused_before_python_starts() {
 #[test]
 fn deepspeed_zero3_on_two_ranks_matches_the_rank_estimate() {
     let Some(py) = python() else { return };
-    let wide = wide_tiny();
-    let cfg = temp_config("tiny-zero3.json", &wide);
-    let doc = measure_two_ranks(&py, &cfg, &["--zero", "3"]);
-    let ranks = doc["ranks"].as_array().expect("ranks");
-    assert_eq!(ranks.len(), 2);
-    // 73,405,440 parameters (as for ZeRO 2 below), half on each rank
-    let half = (2 * 32_768_000 + 2 * 3_934_208 + 1_024) / 2;
-    for r in ranks {
+    let ranks = zero_on_two_ranks(&py, 3);
+    let half = WIDE_TINY_PARAMS / 2;
+    for r in &ranks {
         let m = &r["measured"];
         assert_eq!(r["outcome"], "ok");
         assert_eq!(u(&m["weights_bytes"]), half * 4);
@@ -577,15 +585,9 @@ fn deepspeed_zero3_on_two_ranks_matches_the_rank_estimate() {
 #[test]
 fn deepspeed_zero2_on_two_ranks_matches_the_rank_estimate() {
     let Some(py) = python() else { return };
-    let wide = wide_tiny();
-    let cfg = temp_config("tiny-zero2.json", &wide);
-    let doc = measure_two_ranks(&py, &cfg, &["--zero", "2"]);
-    let ranks = doc["ranks"].as_array().expect("ranks");
-    assert_eq!(ranks.len(), 2);
-    // the whole model: embedding and lm_head 32,768,000 each, two layers of 3,934,208, the final
-    // norm's 1,024 = 73,405,440 parameters
-    let params = 2 * 32_768_000 + 2 * 3_934_208 + 1_024;
-    for r in ranks {
+    let ranks = zero_on_two_ranks(&py, 2);
+    let params = WIDE_TINY_PARAMS;
+    for r in &ranks {
         let m = &r["measured"];
         assert_eq!(r["outcome"], "ok");
         assert_eq!(u(&m["weights_bytes"]), params * 4);
