@@ -2,7 +2,7 @@
 // the answer checked against `vram estimate --json` for the same scenario; make-it-fit suggestions fit
 // with 5 % to spare and apply with one click (and undo); offloading shows the host RAM; the verdict is
 // on the first screen at 1440×900 and 390×844.
-import { test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, chooseTask, verdictOf, waitVerdictTotal, typeField } from '../harness.mjs';
+import { ARTIFACTS, test, assert, assertEq, openApp, dropFile, presetBytes, waitFor, waitForTotal, chooseTask, verdictOf, waitVerdictTotal, typeField } from '../harness.mjs';
 import { cliEstimate } from '../cli.mjs';
 
 async function suggestions(page) {
@@ -119,6 +119,31 @@ test('train: autocast weight copies of Llama-3.1-8B are their own breakdown row,
   assertEq(copies[names.indexOf('forward')], 15009316864, 'forward: every bf16 weight copy');
   const label = await page.textContent('[data-testid="train-row-autocast_weight_copies"] th');
   assert(/Autocast weight copies/.test(label), 'row label: ' + label);
+});
+
+test('train: ZeRO-3 on 8 GPUs shows the parameters DeepSpeed keeps gathered as their own row, as vram estimate does', async ({ page }) => {
+  await openApp(page);
+  await page.selectOption('[data-testid="preset-select"]', 'meta-llama__Llama-3.1-8B');
+  await chooseTask(page, 'train');
+  await typeField(page, 'gpus', 8);
+  await page.click('[data-testid="advanced"] summary');
+  await page.selectOption('[data-testid="f-zero"]', '3');
+  const cli = cliEstimate('meta-llama__Llama-3.1-8B', ['--train', '--gpus', '8', '--zero', '3']);
+  await waitVerdictTotal(page, cli.train.device_bytes);
+  const cells = await page.evaluate(() => [...document.querySelectorAll('[data-testid="train-row-zero3_gathered_params"] td')].map((td) => Number(td.dataset.bytes)));
+  const names = cli.train.phases.map((p) => p.name);
+  assertEq(cells.length, names.length, 'one cell per phase');
+  names.forEach((n, i) => {
+    const c = Object.fromEntries(cli.train.phases[i].components).zero3_gathered_params ?? 0;
+    assertEq(cells[i], c, `${n}: gathered parameters`);
+  });
+  // from the second step on DeepSpeed's prefetcher holds stage3_max_live_parameters = 1e9
+  // elements (docs/formulas/training.md §ZeRO); the optimizer step none
+  assert(cells[names.indexOf('forward_2')] >= 2000000000, 'forward_2: the live limit gathered');
+  assertEq(cells[names.indexOf('optimizer_2')], 0, 'optimizer_2: nothing gathered');
+  const label = await page.textContent('[data-testid="train-row-zero3_gathered_params"] th');
+  assert(/ZeRO-3 gathered parameters/.test(label), 'row label: ' + label);
+  await page.screenshot({ path: `${ARTIFACTS}/train-zero3-gathered.png`, fullPage: true });
 });
 
 for (const [width, height] of [[1440, 900], [390, 844]]) {
