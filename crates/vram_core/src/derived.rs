@@ -48,9 +48,6 @@ pub struct Derived {
     pub layer_tensors: Vec<Vec<usize>>,
     /// Σ elements of `layer_tensors` per layer.
     pub layer_block_numel: Vec<u64>,
-    /// Largest of: any layer's parameters (every tensor with that layer index), any tensor outside
-    /// the layers (ZeRO-3 gathers one of these at a time).
-    pub largest_layer_params: u64,
     /// Runs of identical consecutive layers.
     pub runs: Vec<LayerRun>,
     /// Per layer, the first layer identical to it (itself when it is the first of its kind):
@@ -131,27 +128,18 @@ impl Derived {
         let mut layer_tensors = vec![Vec::new(); n_layers];
         let mut layer_block_numel = vec![0u64; n_layers];
         let mut layer_all_numel = vec![0u64; n_layers];
-        let mut outside_max = 0u64;
         for (i, t) in spec.tensors.iter().enumerate() {
-            match t.layer {
-                Some(_) => {
-                    for l in t.layers().map(|l| l as usize).take_while(|&l| l < n_layers) {
-                        layer_all_numel[l] = layer_all_numel[l].saturating_add(t.numel());
-                        if in_layer_blocks(t.component) {
-                            layer_tensors[l].push(i);
-                            layer_block_numel[l] = layer_block_numel[l].saturating_add(t.numel());
-                        }
-                    }
+            if t.layer.is_none() {
+                continue;
+            }
+            for l in t.layers().map(|l| l as usize).take_while(|&l| l < n_layers) {
+                layer_all_numel[l] = layer_all_numel[l].saturating_add(t.numel());
+                if in_layer_blocks(t.component) {
+                    layer_tensors[l].push(i);
+                    layer_block_numel[l] = layer_block_numel[l].saturating_add(t.numel());
                 }
-                None => outside_max = outside_max.max(t.numel()),
             }
         }
-        let largest_layer_params = layer_all_numel
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(0)
-            .max(outside_max);
         let without_window = |l: &LayerSpec| LayerSpec {
             attention: l.attention.map(|a| AttentionSpec {
                 sliding_window: None,
@@ -217,7 +205,6 @@ impl Derived {
             groups,
             layer_tensors,
             layer_block_numel,
-            largest_layer_params,
             runs,
             layer_kind,
             walk_kind,
