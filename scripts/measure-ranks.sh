@@ -73,4 +73,5 @@ zero zero1-qwen2-0.5b-2l-n4-mixed-b1-s64 4 1 $P/Qwen__Qwen2-0.5B-Instruct.json -
 zero zero3-tinyllama-2l-n2-fp32-b1-s64 2 3 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --batch 1 --seq 64
 zero zero3-tinyllama-2l-n2-mixed-b1-s64 2 3 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision bf16 --batch 1 --seq 64
 zero zero3-smollm2-4l-n4-fp32-b2-s128 4 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --batch 2 --seq 128
+zero zero3-tinyllama-2l-n2-fp32-lora16-b1-s64 2 3 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --batch 1 --seq 64 --lora-r 16 --lora-targets all-linear
 python3 scripts/ranks-summary.py "$OUT_DIR"

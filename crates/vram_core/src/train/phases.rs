@@ -87,6 +87,8 @@ pub struct GatheredParams {
     pub head_bytes: u64,
     /// The embeddings, gathered for their forward and, last, their backward.
     pub embedding_bytes: u64,
+    /// Gathered at the end of backward: the embeddings when they run backward (0 when frozen).
+    pub end_bytes: u64,
     /// From the second step on: what the prefetcher holds at the end of forward and the start of
     /// backward (the whole model or the live limit).
     pub steady_bytes: u64,
@@ -124,7 +126,7 @@ impl GatheredParams {
                 .and_then(|i| self.below_bytes.get(i))
                 .copied()
                 .unwrap_or(self.steady_bytes),
-            (Moment::End, _) => self.embedding_bytes,
+            (Moment::End, _) => self.end_bytes,
         }
     }
 }

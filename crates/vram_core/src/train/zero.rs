@@ -98,7 +98,14 @@ pub fn zero3_persistence_threshold(spec: &ModelSpec) -> u64 {
 ///   parameter whose later use the prefetcher has passed, or that is used again within
 ///   `stage3_max_reuse_distance`, is not released. The gathered set therefore grows to the whole
 ///   model or to the live limit during forward and shrinks in backward as modules finish.
-fn zero3_gathered(spec: &ModelSpec, param_bytes: u64) -> (u64, GatheredParams) {
+///
+/// `embedding_backward`: whether the embedding runs backward (not when it is frozen under LoRA:
+/// its parameters are then gathered for its forward alone, measured with peft's LoRA on CPU).
+fn zero3_gathered(
+    spec: &ModelSpec,
+    param_bytes: u64,
+    embedding_backward: bool,
+) -> (u64, GatheredParams) {
     let threshold = zero3_persistence_threshold(spec);
     let mut persistent = 0u64;
     let mut embedding = 0u64;
@@ -134,27 +141,34 @@ fn zero3_gathered(spec: &ModelSpec, param_bytes: u64) -> (u64, GatheredParams) {
             _ => after_layers = after_layers.saturating_add(numel.saturating_mul(count)),
         }
     }
-    if head == 0 && spec.tie_word_embeddings {
+    let tied = head == 0 && spec.tie_word_embeddings;
+    if tied {
         // the tied head is the embedding's weight, gathered again for the head
         head = spec
             .vocab_size
             .saturating_mul(spec.hidden_size)
             .min(embedding);
     }
+    // what the backward still needs: the embeddings when they run backward
+    let in_backward = if embedding_backward { embedding } else { 0 };
     let cap = ZERO3_MAX_LIVE_PARAMETERS;
     let mut below = Vec::with_capacity(layers);
-    let mut running = embedding;
+    let mut running = in_backward;
     for l in &per_layer {
         running = running.saturating_add(*l);
         below.push(running.min(cap).saturating_mul(param_bytes));
     }
-    let total = running.saturating_add(after_layers);
+    // a tied head whose embedding does not run backward is the head's alone
+    let total = running
+        .saturating_add(after_layers)
+        .saturating_add(if tied && !embedding_backward { head } else { 0 });
     (
         persistent.saturating_mul(param_bytes),
         GatheredParams {
             module_bytes: module.saturating_mul(param_bytes),
             head_bytes: head.saturating_mul(param_bytes),
             embedding_bytes: embedding.saturating_mul(param_bytes),
+            end_bytes: in_backward.saturating_mul(param_bytes),
             // the head's weight is gathered for its forward even beyond the live limit
             steady_bytes: total.min(cap.max(head)).saturating_mul(param_bytes),
             below_bytes: below,
@@ -317,7 +331,8 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         div(g, n)
     };
     let (weights, gathered, moving) = if stage >= 3 {
-        let (persistent, moving) = zero3_gathered(spec, prec.param_bytes);
+        // peft's LoRA freezes the embeddings (and they receive no gradient from the ids)
+        let (persistent, moving) = zero3_gathered(spec, prec.param_bytes, s.lora.is_none());
         let part = if s.offload_params { 0 } else { div(w_all, n) };
         (part, persistent, Some(moving))
     } else {
