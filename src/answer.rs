@@ -150,7 +150,8 @@ fn device_bar(d: &vram_core::infer::device_map::DeviceShare) -> RankBar {
 fn rank_bar(r: &vram_core::train::ranks::RankEstimate) -> RankBar {
     let parts = [
         ("weights", r.weights_bytes),
-        ("gradients", r.gradients_bytes),
+        // the gradients live at the peak (FSDP2's unsharded accumulators under a pipeline)
+        ("gradients", r.peak_gradients_bytes),
         ("optimizer", r.optimizer_bytes),
         ("activations", r.activations_bytes),
         ("communication", r.communication_bytes),

@@ -28,6 +28,28 @@ test('train: Llama-2-7B with Megatron TP 2 × PP 2 on 8 GPUs shows each stage as
   assert(launch.includes('--tensor-model-parallel-size 2') && launch.includes('--pipeline-model-parallel-size 2'), 'Megatron launch line: ' + launch);
 });
 
+test('train: Llama-2-7B with torchtitan PP 2 × FSDP2 on 8 GPUs shows each stage as vram estimate does, its fp32 gradient accumulators as gradients', async ({ page }) => {
+  await openApp(page);
+  await choosePreset(page, 'meta-llama__Llama-2-7b-hf');
+  await chooseTask(page, 'train');
+  await page.click('[data-testid="layout"] > summary');
+  await page.selectOption('[data-testid="f-framework"]', 'torchtitan');
+  await typeField(page, 'pp', 2);
+  await typeField(page, 'gpus', 8);
+  await page.check('[data-testid="f-fsdp2"]');
+  const cli = cliEstimate('meta-llama__Llama-2-7b-hf', ['--train', '--framework', 'torchtitan', '--gpus', '8', '--pp', '2', '--fsdp2']);
+  assertEq(cli.train.ranks.length, 2, 'two stages');
+  await waitVerdictTotal(page, cli.train.max_rank_device_bytes);
+  assertEq(JSON.stringify(await page.evaluate(() => [...document.querySelectorAll('[data-testid="verdict-rank"]')].map((r) => r.dataset.bytes))), JSON.stringify(cli.train.ranks.map((r) => String(r.device_bytes))), 'stage bars = vram estimate ranks');
+  for (const r of cli.train.ranks) {
+    // the stage's unsharded gradients in fp32 (4 B) beside its bf16 parameters kept unsharded (2 B)
+    assertEq(r.peak_gradients_bytes, r.communication_bytes * 2, 'fp32 accumulators = twice the bf16 unsharded stage');
+    assert(r.peak_gradients_bytes > r.gradients_bytes, 'accumulators above the sharded gradients');
+  }
+  const legend = await page.evaluate(() => [...document.querySelectorAll('[data-testid="verdict-rank"] .seg')].map((s) => s.title).join(' | '));
+  assert(/Communication buffers/.test(legend) && /Gradients/.test(legend), 'stage bar parts: ' + legend);
+});
+
 test('train: Llama-3.1-8B with transformers tensor parallel 2 on 2 GPUs shows the rank vram estimate gives, with a DistributedConfig launch', async ({ page }) => {
   await openApp(page);
   await choosePreset(page, 'meta-llama__Llama-3.1-8B');

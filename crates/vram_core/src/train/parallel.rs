@@ -33,6 +33,7 @@ impl TrainEstimate {
             params: self.trainable_params.saturating_add(self.frozen_params),
             weights_bytes: self.weights_bytes,
             gradients_bytes: self.gradients_bytes,
+            peak_gradients_bytes: self.gradients_bytes,
             optimizer_bytes: self.optimizer_bytes,
             activations_bytes: self.activations_bytes,
             in_flight_micro_batches: 1,
@@ -75,32 +76,27 @@ pub fn rank_phases(top: &RankEstimate) -> Vec<Phase> {
             top.optimizer_peak_bytes,
         ])
         .map(|(name, peak)| {
-            let acts = if *name == "optimizer_2" {
-                0
+            let step = *name == "optimizer_2";
+            let acts = if step { 0 } else { top.activations_bytes };
+            // the gradients live at this phase's peak
+            let grads = if step {
+                top.gradients_bytes
             } else {
-                top.activations_bytes
+                top.peak_gradients_bytes
             };
+            let comm = if step { 0 } else { top.communication_bytes };
+            let held = top.weights_bytes + grads + top.optimizer_bytes;
             Phase {
                 name: (*name).into(),
                 allocated_bytes: persistent,
                 peak_allocated_bytes: peak,
                 components: vec![
                     ("weights".into(), top.weights_bytes),
-                    ("gradients".into(), top.gradients_bytes),
+                    ("gradients".into(), grads),
                     ("optimizer".into(), top.optimizer_bytes),
                     ("activations".into(), acts),
-                    (
-                        "communication".into(),
-                        if *name == "optimizer_2" {
-                            0
-                        } else {
-                            top.communication_bytes
-                        },
-                    ),
-                    (
-                        "transient".into(),
-                        peak.saturating_sub(persistent + acts + top.communication_bytes),
-                    ),
+                    ("communication".into(), comm),
+                    ("transient".into(), peak.saturating_sub(held + acts + comm)),
                 ],
             }
         })

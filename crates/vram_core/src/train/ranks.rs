@@ -74,6 +74,11 @@ pub struct RankEstimate {
     pub weights_bytes: u64,
     /// Gradients on the GPU (Megatron's fp32 main gradients; FSDP2's sharded gradients).
     pub gradients_bytes: u64,
+    /// Gradients live at the rank's forward and backward peaks: `gradients_bytes`, except under
+    /// torchtitan's FSDP2 with a pipeline schedule, which accumulates the stage's unsharded
+    /// gradients in the reduce dtype until the last micro-batch (the sharded ones exist only in
+    /// the optimizer step).
+    pub peak_gradients_bytes: u64,
     /// Optimizer states on the GPU (incl. fp32 master weights).
     pub optimizer_bytes: u64,
     /// Activations saved by the micro-batches in flight when the first backward starts.
@@ -720,9 +725,9 @@ pub fn ranks(
             0
         };
         let titan_loss_grad = logits_fp32.saturating_mul(if tp > 1 { 3 } else { 2 });
-        // torchtitan's FSDP2 under a pipeline schedule: the stage stays unsharded with its
-        // gradient accumulators (shown as communication buffers: FSDP2's all-gather outputs and
-        // the reduce-scatter's input, held across the micro-batches)
+        // torchtitan's FSDP2 under a pipeline schedule: the stage stays unsharded (FSDP2's
+        // all-gather outputs, shown as communication buffers) with its gradient accumulators (the
+        // gradients live at the peak), both held across the micro-batches
         let titan_pipeline_fsdp2 = (titan && layout.fsdp2 && layout.pp > 1).then(|| {
             let gather = if half { 2 } else { 4 };
             // the stage's largest tensor: a vocabulary matrix on the first and last
@@ -953,11 +958,14 @@ pub fn ranks(
             optimizer_bytes: states,
             activations_bytes: acts,
             in_flight_micro_batches: flight,
-            communication_bytes: comm.saturating_add(reduce_scatter).saturating_add(
-                titan_pipeline_fsdp2.as_ref().map_or(0, |p| {
-                    p.unsharded_bytes.saturating_add(p.grad_accumulator_bytes)
-                }),
-            ),
+            peak_gradients_bytes: titan_pipeline_fsdp2
+                .as_ref()
+                .map_or(grads, |p| p.grad_accumulator_bytes),
+            // under torchtitan's PP × FSDP2 the peaks hold the unsharded stage and no other
+            // buffer (`titan_fsdp2_phases`)
+            communication_bytes: titan_pipeline_fsdp2
+                .as_ref()
+                .map_or(comm.saturating_add(reduce_scatter), |p| p.unsharded_bytes),
             nccl_bytes: nccl,
             forward_peak_bytes: forward,
             backward_peak_bytes: backward,
