@@ -332,6 +332,13 @@ fn compute(
     // encoder embedding's meet in the shared weight's one AccumulateGrad.
     let enc_dec = spec.kind == crate::spec::ModelKind::EncoderDecoder;
     let vhe = vh.saturating_mul(grad_elem);
+    // tables `from_config` builds before tying them: t5's two `embed_tokens` (and its lm_head when
+    // tied), a decoder's tied lm_head
+    let tables = if enc_dec {
+        2 + u64::from(head_is_tied)
+    } else {
+        u64::from(head_is_tied && spec.tie_word_embeddings && causal_lm_head)
+    };
     let inputs = phases::PhaseInputs {
         weights_bytes: shard.weights_bytes,
         gradients_bytes: shard.gradients_bytes,
@@ -394,13 +401,6 @@ fn compute(
         // adapters after the tying, so they count against the transient (peak = max(base + V·H,
         // base + adapters)).
         load_transient_bytes: {
-            // tables `from_config` builds before tying them: t5's two `embed_tokens` (and its
-            // lm_head when tied), a decoder's tied lm_head
-            let tables = if enc_dec {
-                2 + u64::from(head_is_tied)
-            } else {
-                u64::from(head_is_tied && spec.tie_word_embeddings && causal_lm_head)
-            };
             let unquantized = scenario
                 .lora
                 .as_ref()
@@ -415,6 +415,37 @@ fn compute(
             } else {
                 0
             }
+        },
+        // ZeRO 1/2 (profiler trace of DeepSpeed 0.19.8's initialisation, TinyLlama 2 layers on 2
+        // ranks): `flatten_dense_tensors` copies the 16-bit weights while they exist (2 × weights),
+        // then the master partition is cloned and `initialize_optimizer_states` gives it a zero
+        // fp32 gradient partition that it drops at once (weights + 2 × master on the GPU); fp32:
+        // 1,672 MiB both ways, bf16: 1,254 MiB
+        // When DeepSpeed casts an fp32-loaded model to 16 bits, `from_config` (and a tied head's
+        // table) ran in fp32 before it (Qwen2-0.5B 2 layers, ZeRO 1 bf16: 1,208 MB measured =
+        // 662 MB of fp32 weights + the 545 MB fp32 table).
+        init_transient_bytes: if (1..=2).contains(&scenario.zero.0) {
+            let master = shard.optimizer_at_init_bytes;
+            let at_init = shard.weights_bytes.saturating_add(master);
+            let fp32_load = if precision.deepspeed_master
+                && scenario.dtype == crate::scenario::Dtype::Fp32
+                && full
+            {
+                pers.trainable_params
+                    .saturating_add(pers.frozen_params)
+                    .saturating_add(vh.saturating_mul(tables))
+                    .saturating_mul(4)
+                    .saturating_sub(at_init)
+            } else {
+                0
+            };
+            shard
+                .weights_bytes
+                .saturating_sub(master)
+                .max(master)
+                .max(fp32_load)
+        } else {
+            0
         },
         head_grad_bytes: if full && (causal_lm_head || enc_dec) {
             // one rank's vocabulary rows under tensor parallelism

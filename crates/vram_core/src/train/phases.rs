@@ -46,6 +46,11 @@ pub struct PhaseInputs {
     /// Transient at load beyond the weights: the untied `lm_head` weight that `from_config` builds
     /// before tying it to the embedding.
     pub load_transient_bytes: u64,
+    /// DeepSpeed ZeRO 1/2's initialisation beyond the weights and the master: it flattens the
+    /// 16-bit parameters into one buffer while they still exist, then clones the fp32 master and
+    /// gives it a zero gradient partition for a moment (`initialize_optimizer_states`); a moment of
+    /// its own, after `from_config`'s.
+    pub init_transient_bytes: u64,
     /// The lm_head weight gradient (or the tied embedding's), produced first in backward.
     pub head_grad_bytes: u64,
     /// Encoder–decoder: bytes beyond the gradients done while the decoder's embedding runs
@@ -443,7 +448,10 @@ pub fn phase_figures(prof: &ActivationProfile, inp: &PhaseInputs) -> [PhaseFigur
     out[0] = PhaseFigure {
         name: "load",
         allocated_bytes: w + load_states + persist_grads,
-        peak_allocated_bytes: w + load_states + persist_grads + inp.load_transient_bytes,
+        peak_allocated_bytes: w
+            + load_states
+            + persist_grads
+            + inp.load_transient_bytes.max(inp.init_transient_bytes),
         components: [
             ("weights", inp.weights_bytes),
             (
