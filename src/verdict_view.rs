@@ -14,6 +14,10 @@ use crate::state::{use_state, AppState};
 use leptos::prelude::*;
 use vram_core::units::group_thousands;
 
+/// Colours of a GPU bar's parts (`.seg-0` … `.seg-7` in style/main.css): a training rank can show
+/// seven parts (weights, gradients, optimizer, activations, buffers, temporaries, overhead).
+const SEGMENT_COLORS: usize = 8;
+
 fn pick(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
     if lang == Lang::Zh {
         zh
@@ -246,8 +250,9 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
     let scale = a.total_bytes.max(a.usable_bytes).max(1) as f64 * 1.04;
     let bar = {
         // One stacked bar's segments; a rank's parts take the colour of the same key in the legend.
-        let color =
-            |key: &str, i: usize| a.segments.iter().position(|s| s.key == key).unwrap_or(i) % 6;
+        let color = |key: &str, i: usize| {
+            a.segments.iter().position(|s| s.key == key).unwrap_or(i) % SEGMENT_COLORS
+        };
         let seg_views = |segments: &[crate::answer::Segment]| {
             segments
                 .iter()
@@ -328,7 +333,7 @@ fn verdict_body(state: AppState, a: &Answer) -> impl IntoView {
             .enumerate()
             .map(|(i, s)| {
                 view! {
-                    <li><span class=format!("swatch seg-{}", i % 6)></span>{segment_label(lang, &s.key)} " " <strong>{b(s.bytes)}</strong></li>
+                    <li><span class=format!("swatch seg-{}", i % SEGMENT_COLORS)></span>{segment_label(lang, &s.key)} " " <strong>{b(s.bytes)}</strong></li>
                 }
             })
             .collect_view();
