@@ -181,23 +181,9 @@ impl PersistentPart {
                 &pers,
                 precision.deepspeed_master,
             );
-            if shard.step_sub_group_elements > 0 {
-                // ZeRO 3: the optimizer steps one sub-group at a time, its temporaries beside
-                // that sub-group's flattened fp32 gradient
-                let partition = pers.trainable_params.div_ceil(scenario.gpus.max(1)).max(1);
-                let sub = shard.step_sub_group_elements;
-                // HF's Trainer hands DeepSpeed torch's AdamW, whose `foreach` step makes its
-                // temporaries over the fp32 master in 16-bit mode too (measured: TinyLlama 2
-                // layers under bf16, the step holds 8 B per partition element)
-                let torch_temp = persistent::optimizer_temp_bytes(scenario.optimizer, &pers, false);
-                let foreach = u64::try_from(
-                    u128::from(torch_temp / scenario.gpus.max(1)) * u128::from(sub)
-                        / u128::from(partition),
-                )
-                .unwrap_or(u64::MAX);
-                sub.saturating_mul(4)
-                    .saturating_add(foreach)
-                    .max(shard.grad_norm_temp_bytes)
+            if let Some(step) = shard.step_temp_bytes {
+                // ZeRO 3: the sharding's own step moments (`zero::shard`)
+                step
             } else if scenario.zero.0 >= 1 {
                 // the step's moments: the gradient norm's fp64 copy of one partition, then
                 // the optimizer's temporaries on this rank's partition

@@ -27,7 +27,8 @@ pub struct PhaseInputs {
     pub optimizer_bytes: u64,
     /// Optimizer step temporaries (0 when offloaded).
     pub optimizer_temp_bytes: u64,
-    /// Buffers: communication (DDP / ZeRO buckets, stage-3 gathered layers) and the model's own.
+    /// Buffers: communication (DDP / ZeRO buckets, stage 3's small parameters kept gathered) and
+    /// the model's own.
     pub buffers_bytes: u64,
     /// The model class's non-persistent buffers (part of `buffers_bytes`).
     pub model_buffers_bytes: u64,

@@ -17,7 +17,7 @@
 //! - Plain DDP (stage 0 on N > 1 GPUs): `Reducer` buckets hold a flat copy of every gradient
 //!   (`gradient_as_bucket_view=False`, the default), i.e. one more gradient-sized buffer.
 
-use super::persistent::{Persistent, Precision};
+use super::persistent::{optimizer_temp_bytes, Persistent, Precision};
 use super::phases::GatheredParams;
 use crate::scenario::Scenario;
 use crate::spec::ModelSpec;
@@ -25,13 +25,14 @@ use crate::spec::ModelSpec;
 /// What one GPU (and the host) holds for the model states.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sharded {
-    /// Parameters resident on the GPU (the partition plus gathered layers at stage 3).
+    /// Parameters resident on the GPU (the partition at stage 3; what it gathers is `gathered`).
     pub weights_bytes: u64,
     /// Gradients on the GPU (16-bit model gradients; the partition at stage ≥ 2).
     pub gradients_bytes: u64,
     /// Optimizer states on the GPU (incl. DeepSpeed's fp32 master partition).
     pub optimizer_bytes: u64,
-    /// Buffers: DDP gradient buckets, ZeRO reduce bucket, stage-3 gathered layers, and the model
+    /// Buffers: DDP gradient buckets, ZeRO reduce bucket, stage 3's small parameters kept gathered
+    /// for good, and the model
     /// class's non-persistent buffers ([`ModelSpec::runtime_buffers`]).
     pub buffers_bytes: u64,
     /// The model class's non-persistent buffers, the part of `buffers_bytes` that is not for
@@ -66,9 +67,12 @@ pub struct Sharded {
     /// ZeRO 3: the parameters gathered whole over the step, beyond the persistent ones counted in
     /// `buffers_bytes` (`None` below stage 3).
     pub gathered: Option<GatheredParams>,
-    /// ZeRO 3: elements of the largest optimizer sub-group on this rank, whose fp32 gradient
-    /// lives beside the optimizer's temporaries during its step (0 otherwise).
-    pub step_sub_group_elements: u64,
+    /// ZeRO 3 with the optimizer on the GPU: the step's whole temporary. The optimizer runs on one
+    /// sub-group of the partition at a time, its temporaries beside that sub-group's flattened
+    /// fp32 gradient, or the gradient norm's fp64 copy when larger (`None` otherwise: the caller
+    /// takes the larger of `grad_norm_temp_bytes` and the optimizer's temporaries on the
+    /// partition).
+    pub step_temp_bytes: Option<u64>,
     /// Explanations of the sharding terms.
     pub notes: Vec<(String, u64, String)>,
 }
@@ -292,7 +296,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             grad_norm_temp_bytes: 0,
             whole_grads_in_backward: false,
             gathered: None,
-            step_sub_group_elements: 0,
+            step_temp_bytes: None,
             notes,
         };
     }
@@ -330,7 +334,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     } else {
         div(g, n)
     };
-    let (weights, gathered, moving) = if stage >= 3 {
+    let (weights, always_gathered, moving) = if stage >= 3 {
         // peft's LoRA freezes the embeddings (and they receive no gradient from the ids)
         let (persistent, moving) = zero3_gathered(spec, prec.param_bytes, s.lora.is_none());
         let part = if s.offload_params { 0 } else { div(w_all, n) };
@@ -345,16 +349,16 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
     // partition's gradients flattened (`flatten(averaged_gradients)`, a copy) and in 16-bit mode
     // cast to fp32 for the master's `.grad`.
     let partition = div(p.trainable_params, n);
+    // stage 3 steps one sub-group of the partition at a time (`sub_group_size`)
+    let flattened = if stage >= 3 {
+        partition.min(ZERO3_SUB_GROUP_SIZE)
+    } else {
+        partition
+    };
     let grad_norm_temp = if offload_opt {
         0
     } else {
         let norm = p.largest_trainable_numel.min(partition).saturating_mul(8);
-        // stage 3 steps one sub-group of the partition at a time (`sub_group_size`)
-        let flattened = if stage >= 3 {
-            partition.min(ZERO3_SUB_GROUP_SIZE)
-        } else {
-            partition
-        };
         let flat = flattened
             .saturating_mul(grad_elem)
             .saturating_add(if grad_elem < 4 {
@@ -365,14 +369,23 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         norm.max(flat)
     };
     // Stage 3 keeps the flattened fp32 gradient of the sub-group as the master's `.grad` through
-    // the optimizer's step on it (`_prepare_fp32_grad_for_sub_group`, `_optimizer_step`).
-    let sub_group = if stage >= 3 && !offload_opt && p.trainable_params > 0 {
-        partition.min(ZERO3_SUB_GROUP_SIZE)
-    } else {
-        0
-    };
+    // the optimizer's step on it (`_prepare_fp32_grad_for_sub_group`, `_optimizer_step`). HF's
+    // Trainer hands DeepSpeed torch's AdamW, whose `foreach` step makes its temporaries over the
+    // fp32 master in 16-bit mode too (measured: TinyLlama 2 layers under bf16, the step holds
+    // 8 B per partition element).
+    let step_temp = (stage >= 3 && !offload_opt && p.trainable_params > 0).then(|| {
+        let foreach = u64::try_from(
+            u128::from(optimizer_temp_bytes(s.optimizer, p, false) / n) * u128::from(flattened)
+                / u128::from(partition.max(1)),
+        )
+        .unwrap_or(u64::MAX);
+        flattened
+            .saturating_mul(4)
+            .saturating_add(foreach)
+            .max(grad_norm_temp)
+    });
     let buffers = bucket
-        .saturating_add(gathered)
+        .saturating_add(always_gathered)
         .saturating_add(model_buffers);
     notes.push((
         "zero_partition".into(),
@@ -393,7 +406,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
             "zero3_gathered".into(),
             m.steady_bytes,
             format!(
-                "stage 3 gathers parameters whole: from the second step on the prefetcher holds the whole model or stage3_max_live_parameters = {} elements, whichever is less, × {} B = {} B at the end of forward; the first step one module at a time (largest {} B, the head {} B); parameters of at most 10·hidden elements stay gathered ({gathered} B, among the buffers)",
+                "stage 3 gathers parameters whole: from the second step on the prefetcher holds the whole model or stage3_max_live_parameters = {} elements, whichever is less, × {} B = {} B at the end of forward; the first step one module at a time (largest {} B, the head {} B); parameters of at most 10·hidden elements stay gathered ({always_gathered} B, among the buffers)",
                 ZERO3_MAX_LIVE_PARAMETERS,
                 prec.param_bytes,
                 m.steady_bytes,
@@ -424,7 +437,7 @@ pub fn shard(spec: &ModelSpec, s: &Scenario, prec: Precision, p: &Persistent) ->
         grad_norm_temp_bytes: grad_norm_temp,
         whole_grads_in_backward: stage == 1,
         gathered: moving,
-        step_sub_group_elements: sub_group,
+        step_temp_bytes: step_temp,
         notes,
     }
 }
