@@ -182,7 +182,9 @@ pub fn backward_peak_parts(
         prof.autocast_saved_end_bytes,
         gathered(Moment::Loss),
     );
+    // a moment: the bytes beyond ZeRO 3's gathered parameters, and those (`params`)
     let mut consider = |bytes: u64, grads: u64, copies: u64, params: u64| {
+        let bytes = bytes.saturating_add(params);
         if bytes > peak {
             peak = bytes;
             at_peak = (grads, copies, params);
@@ -207,8 +209,7 @@ pub fn backward_peak_parts(
     consider(
         after_head
             .saturating_add(prof.head_norm_backward_bytes)
-            .saturating_add(grads_done)
-            .saturating_add(gathered(last_layer)),
+            .saturating_add(grads_done),
         grads_done,
         copies_below,
         gathered(last_layer),
@@ -219,8 +220,7 @@ pub fn backward_peak_parts(
         consider(
             after_head
                 .saturating_add(grads_done)
-                .saturating_add(inp.unreduced_grad_bytes.saturating_sub(head_grad))
-                .saturating_add(gathered(Moment::Head)),
+                .saturating_add(inp.unreduced_grad_bytes.saturating_sub(head_grad)),
             grads_done,
             copies_below,
             gathered(Moment::Head),
@@ -265,8 +265,7 @@ pub fn backward_peak_parts(
                     .saturating_add(grads_done)
                     .saturating_add(scale(inp.decoder_embedding_grad_bytes))
                     .saturating_add(buffered)
-                    .saturating_add(prof.grad_stream_bytes)
-                    .saturating_add(gathered(Moment::Layer(left.saturating_sub(1))));
+                    .saturating_add(prof.grad_stream_bytes);
                 consider(
                     bytes,
                     grads_done,
@@ -326,8 +325,7 @@ pub fn backward_peak_parts(
                     .saturating_add(layer_peak)
                     .saturating_add(grads_done.saturating_add(grad.saturating_mul(j)))
                     .saturating_add(retained.saturating_add(retain.saturating_mul(j - 1)))
-                    .saturating_add(prof.grad_stream_bytes)
-                    .saturating_add(gathered(layer_at(j)));
+                    .saturating_add(prof.grad_stream_bytes);
                 let copies = copies_below
                     .saturating_sub(kept_copies.saturating_mul(j))
                     .saturating_add(layer_copies);
@@ -370,9 +368,9 @@ pub fn backward_peak_parts(
     let end = kept_below
         .saturating_sub(prof.pre_saved_bytes)
         .saturating_add(grads_end)
-        .saturating_add(retained)
-        .saturating_add(gathered(Moment::End));
-    consider(end, grads_end, copies_below, gathered(Moment::End));
+        .saturating_add(retained);
+    let end_params = gathered(Moment::End);
+    consider(end, grads_end, copies_below, end_params);
     // ZeRO ≥ 2: the embedding's dense gradient whole until it is reduced; ZeRO 1: every
     // gradient whole and the partition buffer they are reduced into
     consider(
@@ -384,12 +382,12 @@ pub fn backward_peak_parts(
         .saturating_add(inp.end_partition_bytes),
         grads_end,
         copies_below,
-        gathered(Moment::End),
+        end_params,
     );
     let gradients = at_peak.0.min(peak);
     let copies = at_peak.1.min(peak.saturating_sub(gradients));
     BackwardPeak {
-        end_bytes: end,
+        end_bytes: end.saturating_add(end_params),
         bytes: peak,
         gradients_bytes: gradients,
         autocast_copy_bytes: copies,
