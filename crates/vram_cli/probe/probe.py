@@ -25,6 +25,14 @@ and temporaries inside kernels that go through the c10 allocator count too, as t
 torch.cuda.max_memory_allocated. Where CPU and CUDA defaults differ the probe uses the CUDA one
 (optimizers with foreach=True).
 
+One correction (`live_bytes_after_each_event`): the reporter records a free only on a thread the
+profiler watches (`ProfiledCPUMemoryReporter::Delete` asks `memoryProfilingEnabled()` of the freeing
+thread). Under torchrun, gloo's worker threads run each collective under the caller's profiler state
+but drop their reference to its tensors after it; when that reference is the last one, the free is
+not reported and both the events and the running total keep the block for good. The allocator handing
+the same address out again proves the block was freed by then, so it leaves the count there: a late
+bound (the block was freed between its last use and that moment), never an early one.
+
 CUDA: torch.cuda.memory_allocated / max_memory_allocated (peak reset at each phase start) /
 memory_reserved / max_memory_reserved, and the device memory NVML reports for this process
 (pynvml if importable, else nvidia-smi --query-compute-apps), which includes the CUDA context.
@@ -138,7 +146,7 @@ class CpuTracker:
             self.prof.stop()
             self.stopped = True
         tree = self.prof.profiler.kineto_results.experimental_event_tree()
-        allocations = []  # (time_ns, alloc_size, total_allocated)
+        allocations = []  # (time_ns, ptr, alloc_size, total_allocated)
         ranges = {}
         stack = list(tree)
         while stack:
@@ -153,8 +161,10 @@ class CpuTracker:
                 dev = getattr(ef, "device", None)
                 if dev is not None and getattr(dev, "type", "cpu") != "cpu":
                     continue
-                allocations.append((ev.start_time_ns, int(ef.alloc_size), int(ef.total_allocated)))
+                allocations.append((ev.start_time_ns, int(ef.ptr), int(ef.alloc_size),
+                                    int(ef.total_allocated)))
         allocations.sort(key=lambda a: a[0])
+        live_after = list(live_bytes_after_each_event(allocations))
         names = [n for n, _ in self.phases]
         walls = dict(self.phases)
         if failed_phase is not None and failed_phase not in walls:
@@ -169,9 +179,8 @@ class CpuTracker:
             # allocations between phases (none are made by the probe) belong to the next phase
             peak = current
             while i < len(allocations) and allocations[i][0] <= end:
-                _, size, total = allocations[i]
-                current += size
-                peak = max(peak, total, current)
+                current, peak_now = live_after[i]
+                peak = max(peak, peak_now)
                 i += 1
             records.append({
                 "name": name,
@@ -180,6 +189,29 @@ class CpuTracker:
                 "wall_seconds": round(walls.get(name, 0.0), 3),
             })
         return records
+
+
+def live_bytes_after_each_event(allocations):
+    """(live bytes by the events, the larger of that and the reporter's running total) after each
+    allocation event (time_ns, ptr, alloc_size, total_allocated), time-ordered, with the frees the
+    profiler did not see taken out (module doc).
+
+    A block is known freed when its address is allocated again while the events still hold it; from
+    then on it counts in neither figure (the reporter's total kept it too: its size table entry was
+    overwritten, its bytes never subtracted)."""
+    live = {}  # ptr -> bytes of the block the events last allocated there
+    lost = 0   # bytes of blocks freed where the profiler did not see it
+    current = 0
+    for _, ptr, size, total in allocations:
+        if size > 0:
+            stale = live.get(ptr, 0)
+            lost += stale
+            current -= stale
+            live[ptr] = size
+        else:
+            live.pop(ptr, None)
+        current += size
+        yield current, max(current, total - lost)
 
 
 class CudaTracker:
@@ -1561,8 +1593,13 @@ def self_test():
         del e                                          # -2000 B
     records = tracker.finish()
     del v, w, d
+    # a free on an unwatched thread: block A (1,000 B) is never reported freed, then its address
+    # is allocated again; B (500 B) lives across it and is freed where the profiler sees it
+    lost_free = [list(x) for x in live_bytes_after_each_event([
+        (1, 0xA000, 1000, 1000), (2, 0xB000, 500, 1500), (3, 0xA000, 1000, 2500),
+        (4, 0xB000, -500, 2000)])]
     return {"probe_version": PROBE_VERSION, "status": "ok", "self_test": records,
-            "environment": environment(torch, None)}
+            "lost_free_check": lost_free, "environment": environment(torch, None)}
 
 
 def parse_args(argv):

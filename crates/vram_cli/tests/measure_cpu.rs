@@ -149,6 +149,23 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
     assert_eq!(get("views"), (14_336, 14_336));
     // free c (−4,096), a contiguous transpose (+8,192), a 2,000 B bf16 tensor allocated and freed
     assert_eq!(get("free"), (18_432, 20_432));
+    // a block freed on a thread the profiler does not watch leaves the count when its address is
+    // allocated again: [live bytes by the events, with the reporter's total] after each event
+    let lost: Vec<Vec<u64>> = doc["lost_free_check"]
+        .as_array()
+        .expect("lost_free_check")
+        .iter()
+        .map(|row| row.as_array().expect("pair").iter().map(u).collect())
+        .collect();
+    assert_eq!(
+        lost,
+        [
+            [1_000, 1_000],
+            [1_500, 1_500],
+            [1_500, 1_500],
+            [1_000, 1_000]
+        ]
+    );
 }
 
 #[test]
