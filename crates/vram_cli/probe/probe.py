@@ -25,13 +25,17 @@ and temporaries inside kernels that go through the c10 allocator count too, as t
 torch.cuda.max_memory_allocated. Where CPU and CUDA defaults differ the probe uses the CUDA one
 (optimizers with foreach=True).
 
-One correction (`live_bytes_after_each_event`): the reporter records a free only on a thread the
-profiler watches (`ProfiledCPUMemoryReporter::Delete` asks `memoryProfilingEnabled()` of the freeing
-thread). Under torchrun, gloo's worker threads run each collective under the caller's profiler state
-but drop their reference to its tensors after it; when that reference is the last one, the free is
-not reported and both the events and the running total keep the block for good. The allocator handing
-the same address out again proves the block was freed by then, so it leaves the count there: a late
-bound (the block was freed between its last use and that moment), never an early one.
+One correction (`live_bytes_timeline`): the reporter records a free only on a thread the
+profiler watches (`ProfiledCPUMemoryReporter::Delete` asks `memoryProfilingEnabled()` of the
+freeing thread). Under torchrun, gloo's worker threads run each collective under the caller's
+profiler state, but `ProcessGroupGloo::runLoop` keeps the work (and the tensors it holds) until it
+re-takes its queue lock; when that reference is the last one, the free is not reported and both the
+events and the running total keep the block for good. Two facts put such frees back: the allocator
+handing the same address out again proves the block was freed by then (a late bound, never an early
+one), and a copy gloo made for itself inside a `c10d::` op (`_reduce_scatter_base_` clones its
+input), which only the work holds, is freed when the worker finishes the collective that takes it as an
+input (a "gloo:..." range on the worker thread; the probe records input shapes under torchrun to
+name its tensors).
 
 CUDA: torch.cuda.memory_allocated / max_memory_allocated (peak reset at each phase start) /
 memory_reserved / max_memory_reserved, and the device memory NVML reports for this process
@@ -123,8 +127,9 @@ class CpuTracker:
         from torch.profiler import ProfilerActivity, profile, record_function
         self.torch = torch
         self.record_function = record_function
+        # under torchrun the input shapes name the tensors each gloo run works on (finish())
         self.prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True,
-                            record_shapes=False, with_stack=False)
+                            record_shapes=distributed_world()[1] > 1, with_stack=False)
         self.prof.start()
         self.phases = []  # (name, wall_seconds)
         self.stopped = False
@@ -146,13 +151,18 @@ class CpuTracker:
             self.prof.stop()
             self.stopped = True
         tree = self.prof.profiler.kineto_results.experimental_event_tree()
-        allocations = []  # (time_ns, ptr, alloc_size, total_allocated)
+        allocations = []  # (time_ns, ptr, alloc_size, total_allocated, inside a c10d op)
+        runs = []  # (start_ns, end_ns, storages of its inputs): gloo running a collective
         ranges = {}
-        stack = list(tree)
+        stack = [(ev, False) for ev in tree]
         while stack:
-            ev = stack.pop()
-            stack.extend(ev.children)
+            ev, in_c10d = stack.pop()
             name = ev.name
+            if name.startswith("c10d::"):
+                in_c10d = True
+            elif name.startswith("gloo:"):
+                runs.append((ev.start_time_ns, ev.end_time_ns, input_storages(ev)))
+            stack.extend((child, in_c10d) for child in ev.children)
             if name.startswith("vram_phase::"):
                 ranges[name[len("vram_phase::"):]] = (ev.start_time_ns, ev.end_time_ns)
                 continue
@@ -162,9 +172,12 @@ class CpuTracker:
                 if dev is not None and getattr(dev, "type", "cpu") != "cpu":
                     continue
                 allocations.append((ev.start_time_ns, int(ef.ptr), int(ef.alloc_size),
-                                    int(ef.total_allocated)))
+                                    int(ef.total_allocated), in_c10d))
         allocations.sort(key=lambda a: a[0])
-        live_after = list(live_bytes_after_each_event(allocations))
+        runs.sort(key=lambda r: r[0])
+        timeline = live_bytes_timeline(
+            [(t, ptr, size, total, staging_copy_done(t, ptr, runs) if in_c10d and size > 0 else None)
+             for t, ptr, size, total, in_c10d in allocations])
         names = [n for n, _ in self.phases]
         walls = dict(self.phases)
         if failed_phase is not None and failed_phase not in walls:
@@ -178,8 +191,8 @@ class CpuTracker:
             start, end = ranges[name]
             # allocations between phases (none are made by the probe) belong to the next phase
             peak = current
-            while i < len(allocations) and allocations[i][0] <= end:
-                current, peak_now = live_after[i]
+            while i < len(timeline) and timeline[i][0] <= end:
+                _, current, peak_now = timeline[i]
                 peak = max(peak, peak_now)
                 i += 1
             records.append({
@@ -191,27 +204,79 @@ class CpuTracker:
         return records
 
 
-def live_bytes_after_each_event(allocations):
-    """(live bytes by the events, the larger of that and the reporter's running total) after each
-    allocation event (time_ns, ptr, alloc_size, total_allocated), time-ordered, with the frees the
-    profiler did not see taken out (module doc).
+def input_storages(ev):
+    """Data pointers of the tensors an event's inputs name (recorded with record_shapes)."""
+    ptrs = set()
+    for arg in getattr(ev.extra_fields, "inputs", None) or []:
+        for item in arg if isinstance(arg, list) else [arg]:
+            ptr = getattr(item, "storage_data_ptr", None)
+            if ptr:
+                ptrs.add(int(ptr))
+    return ptrs
 
-    A block is known freed when its address is allocated again while the events still hold it; from
-    then on it counts in neither figure (the reporter's total kept it too: its size table entry was
-    overwritten, its bytes never subtracted)."""
-    live = {}  # ptr -> bytes of the block the events last allocated there
+
+def staging_copy_done(time_ns, ptr, runs):
+    """When gloo finished the collective that works on the block allocated at ptr at time_ns: the
+    end of the first run (start, end, input storages) from then on that takes it as an input."""
+    for start, end, storages in runs:
+        if start >= time_ns and ptr in storages:
+            return end
+    return None
+
+
+def live_bytes_timeline(allocations):
+    """[(time_ns, live bytes by the events, the larger of that and the reporter's running total)]
+    for the allocation events (time_ns, ptr, alloc_size, total_allocated, done_ns), time-ordered,
+    with the frees the profiler did not see put back (module doc). done_ns is set on a block a
+    collective allocated for itself (allocated inside a `c10d::` op: gloo's staging copies, which
+    only the work holds): when the backend finished that collective.
+
+    A block whose address is allocated again while the events still hold it was freed by then; a
+    backend's staging copy that no event frees was freed when its collective finished. From then
+    on it counts in neither figure (the reporter's total kept it too: its size table entry was
+    overwritten or left behind, its bytes never subtracted)."""
+    ends = {}  # allocation index -> time of the event that ends it (its free or its address reused)
+    freed = set()  # allocation indices with a reported free
+    holder = {}
+    for i, (t, ptr, size, _, _) in enumerate(allocations):
+        if size > 0:
+            if ptr in holder:
+                ends[holder[ptr]] = t
+            holder[ptr] = i
+        elif ptr in holder:
+            j = holder.pop(ptr)
+            ends[j] = t
+            freed.add(j)
+    stream = [(t, 0, i) for i, (t, _, _, _, _) in enumerate(allocations)]
+    for i, (t, _, size, _, done) in enumerate(allocations):
+        if size > 0 and done is not None and i not in freed and done < ends.get(i, float("inf")):
+            stream.append((max(t, done), 1, i))  # 1: after events of the same instant
+    stream.sort()
+    live = {}  # ptr -> allocation index the events hold there
     lost = 0   # bytes of blocks freed where the profiler did not see it
     current = 0
-    for _, ptr, size, total in allocations:
-        if size > 0:
-            stale = live.get(ptr, 0)
-            lost += stale
-            current -= stale
-            live[ptr] = size
+    total = 0
+    out = []
+    for t, unreported, i in stream:
+        _, ptr, size, event_total, _ = allocations[i]
+        if unreported:
+            if live.get(ptr) == i:
+                del live[ptr]
+                lost += size
+                current -= size
         else:
-            live.pop(ptr, None)
-        current += size
-        yield current, max(current, total - lost)
+            total = event_total
+            if size > 0:
+                stale = live.get(ptr)
+                if stale is not None:
+                    lost += allocations[stale][2]
+                    current -= allocations[stale][2]
+                live[ptr] = i
+            else:
+                live.pop(ptr, None)
+            current += size
+        out.append((t, current, max(current, total - lost)))
+    return out
 
 
 class CudaTracker:
@@ -1595,11 +1660,17 @@ def self_test():
     del v, w, d
     # a free on an unwatched thread: block A (1,000 B) is never reported freed, then its address
     # is allocated again; B (500 B) lives across it and is freed where the profiler sees it
-    lost_free = [list(x) for x in live_bytes_after_each_event([
-        (1, 0xA000, 1000, 1000), (2, 0xB000, 500, 1500), (3, 0xA000, 1000, 2500),
-        (4, 0xB000, -500, 2000)])]
+    lost_free = [[live, high] for _, live, high in live_bytes_timeline([
+        (1, 0xA000, 1000, 1000, None), (2, 0xB000, 500, 1500, None), (3, 0xA000, 1000, 2500, None),
+        (4, 0xB000, -500, 2000, None)])]
+    # a collective's staging copy (C, 300 B) no event frees: gone when the run that takes it as
+    # an input ends (5), not at the end of an earlier run on another tensor (3)
+    done = staging_copy_done(4, 0xC000, [(2, 3, {0xA000}), (4, 5, {0xC000}), (6, 9, {0xC000})])
+    staging = [[t, live, high] for t, live, high in live_bytes_timeline([
+        (1, 0xA000, 1000, 1000, None), (4, 0xC000, 300, 1300, done),
+        (7, 0xD000, 200, 1500, None)])]
     return {"probe_version": PROBE_VERSION, "status": "ok", "self_test": records,
-            "lost_free_check": lost_free, "environment": environment(torch, None)}
+            "lost_free_check": lost_free, "staging_copy_check": staging, "environment": environment(torch, None)}
 
 
 def parse_args(argv):

@@ -166,6 +166,23 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
             [1_000, 1_000]
         ]
     );
+    // a collective's own staging copy that no event frees leaves when the backend finished that
+    // collective (time 5 here): [time, live, with the total] after each event
+    let staging: Vec<Vec<u64>> = doc["staging_copy_check"]
+        .as_array()
+        .expect("staging_copy_check")
+        .iter()
+        .map(|row| row.as_array().expect("triple").iter().map(u).collect())
+        .collect();
+    assert_eq!(
+        staging,
+        [
+            [1, 1_000, 1_000],
+            [4, 1_300, 1_300],
+            [5, 1_000, 1_000],
+            [7, 1_200, 1_200]
+        ]
+    );
 }
 
 #[test]
