@@ -30,12 +30,13 @@ profiler watches (`ProfiledCPUMemoryReporter::Delete` asks `memoryProfilingEnabl
 freeing thread). Under torchrun, gloo's worker threads run each collective under the caller's
 profiler state, but `ProcessGroupGloo::runLoop` keeps the work (and the tensors it holds) until it
 re-takes its queue lock; when that reference is the last one, the free is not reported and both the
-events and the running total keep the block for good. Two facts put such frees back: the allocator
-handing the same address out again proves the block was freed by then (a late bound, never an early
-one), and a copy gloo made for itself inside a `c10d::` op (`_reduce_scatter_base_` clones its
-input), which only the work holds, is freed when the worker finishes the collective that takes it as an
-input (a "gloo:..." range on the worker thread; the probe records input shapes under torchrun to
-name its tensors).
+events and the running total keep the block for good. Such a block was freed when the last
+collective that held it ended (a "gloo:..." range on a worker thread), and two facts tell which
+blocks: a copy gloo made for itself inside a `c10d::` op (`_reduce_scatter_base_` clones its input)
+is held by the work alone, and any other block whose address the allocator hands out again was freed
+by then (without a collective that named it, it leaves the count there: a late bound). The probe
+records input shapes under torchrun to name a collective's tensors, except for torchtitan, whose
+`to_empty` on DTensors refuses the weak references they keep: there the address bound alone applies.
 
 CUDA: torch.cuda.memory_allocated / max_memory_allocated (peak reset at each phase start) /
 memory_reserved / max_memory_reserved, and the device memory NVML reports for this process
@@ -123,13 +124,13 @@ class CpuTracker:
 
     counting = "cpu-exact"
 
-    def __init__(self, torch):
+    def __init__(self, torch, name_collective_inputs=False):
         from torch.profiler import ProfilerActivity, profile, record_function
         self.torch = torch
         self.record_function = record_function
-        # under torchrun the input shapes name the tensors each gloo run works on (finish())
+        # the input shapes name the tensors each gloo run works on (finish(), under torchrun)
         self.prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True,
-                            record_shapes=distributed_world()[1] > 1, with_stack=False)
+                            record_shapes=name_collective_inputs, with_stack=False)
         self.prof.start()
         self.phases = []  # (name, wall_seconds)
         self.stopped = False
@@ -151,15 +152,17 @@ class CpuTracker:
             self.prof.stop()
             self.stopped = True
         tree = self.prof.profiler.kineto_results.experimental_event_tree()
-        allocations = []  # (time_ns, ptr, alloc_size, total_allocated, inside a c10d op)
+        allocations = []  # (time_ns, ptr, alloc_size, total_allocated, start of its c10d op)
         runs = []  # (start_ns, end_ns, storages of its inputs): gloo running a collective
+        ops = {}  # start_ns -> storages of a c10d op's tensors (its outputs and inputs)
         ranges = {}
-        stack = [(ev, False) for ev in tree]
+        stack = [(ev, None) for ev in tree]
         while stack:
             ev, in_c10d = stack.pop()
             name = ev.name
             if name.startswith("c10d::"):
-                in_c10d = True
+                in_c10d = ev.start_time_ns
+                ops[in_c10d] = input_storages(ev)
             elif name.startswith("gloo:"):
                 runs.append((ev.start_time_ns, ev.end_time_ns, input_storages(ev)))
             stack.extend((child, in_c10d) for child in ev.children)
@@ -175,9 +178,14 @@ class CpuTracker:
                                     int(ef.total_allocated), in_c10d))
         allocations.sort(key=lambda a: a[0])
         runs.sort(key=lambda r: r[0])
+        staging = {}  # c10d op start -> data pointers of the copies gloo allocated inside it
+        for _, ptr, size, _, op in allocations:
+            if op is not None and size > 0:
+                staging.setdefault(op, set()).add(ptr)
+        collectives = collectives_by_storage(ops, staging, runs)
         timeline = live_bytes_timeline(
-            [(t, ptr, size, total, staging_copy_done(t, ptr, runs) if in_c10d and size > 0 else None)
-             for t, ptr, size, total, in_c10d in allocations])
+            [(t, ptr, size, total, op is not None) for t, ptr, size, total, op in allocations],
+            collectives)
         names = [n for n, _ in self.phases]
         walls = dict(self.phases)
         if failed_phase is not None and failed_phase not in walls:
@@ -215,26 +223,37 @@ def input_storages(ev):
     return ptrs
 
 
-def staging_copy_done(time_ns, ptr, runs):
-    """When gloo finished the collective that works on the block allocated at ptr at time_ns: the
-    end of the first run (start, end, input storages) from then on that takes it as an input."""
-    for start, end, storages in runs:
-        if start >= time_ns and ptr in storages:
-            return end
-    return None
+def collectives_by_storage(ops, staging, runs):
+    """{data pointer: [(c10d op start, end of the gloo run that carried it out)]} for every tensor a
+    c10d op named and every copy gloo made inside one. An op's run is the first that starts with or
+    after it and takes one of those tensors as an input (gloo's workers run the queue in order)."""
+    out = {}
+    for start in sorted(ops):
+        named = ops[start] | staging.get(start, set())
+        for run_start, run_end, storages in runs:
+            if run_start >= start and storages & named:
+                for ptr in named:
+                    out.setdefault(ptr, []).append((start, run_end))
+                break
+    return out
 
 
-def live_bytes_timeline(allocations):
+def live_bytes_timeline(allocations, collectives=None):
     """[(time_ns, live bytes by the events, the larger of that and the reporter's running total)]
-    for the allocation events (time_ns, ptr, alloc_size, total_allocated, done_ns), time-ordered,
-    with the frees the profiler did not see put back (module doc). done_ns is set on a block a
-    collective allocated for itself (allocated inside a `c10d::` op: gloo's staging copies, which
-    only the work holds): when the backend finished that collective.
+    for the allocation events (time_ns, ptr, alloc_size, total_allocated, made inside a c10d op),
+    time-ordered, with the frees the profiler did not see put back (module doc). collectives:
+    {ptr: [(c10d op start, end of its gloo run)]} (collectives_by_storage).
 
-    A block whose address is allocated again while the events still hold it was freed by then; a
-    backend's staging copy that no event frees was freed when its collective finished. From then
-    on it counts in neither figure (the reporter's total kept it too: its size table entry was
-    overwritten or left behind, its bytes never subtracted)."""
+    A free goes unseen only where a gloo worker thread drops a work's last reference after running
+    it, so such a block was freed when the last collective that held it ended:
+    - a copy gloo made for itself inside a c10d op, which only the work holds and no event frees,
+      when that op's run ends;
+    - any other block the events still hold when its address is allocated again (so it was freed
+      by then), when the last run of a collective that named it ended before that; at that
+      allocation if none did.
+    From then on it counts in neither figure (the reporter's total kept it too: its size table
+    entry was overwritten or left behind, its bytes never subtracted)."""
+    collectives = collectives or {}
     ends = {}  # allocation index -> time of the event that ends it (its free or its address reused)
     freed = set()  # allocation indices with a reported free
     holder = {}
@@ -248,9 +267,14 @@ def live_bytes_timeline(allocations):
             ends[j] = t
             freed.add(j)
     stream = [(t, 0, i) for i, (t, _, _, _, _) in enumerate(allocations)]
-    for i, (t, _, size, _, done) in enumerate(allocations):
-        if size > 0 and done is not None and i not in freed and done < ends.get(i, float("inf")):
-            stream.append((max(t, done), 1, i))  # 1: after events of the same instant
+    for i, (t, ptr, size, _, staged) in enumerate(allocations):
+        if size <= 0 or i in freed:
+            continue
+        end = ends.get(i, float("inf"))
+        done = [run_end for op_start, run_end in collectives.get(ptr, ())
+                if t <= op_start and run_end < end]
+        if done and (staged or end < float("inf")):
+            stream.append((max(done), 1, i))  # 1: after events of the same instant
     stream.sort()
     live = {}  # ptr -> allocation index the events hold there
     lost = 0   # bytes of blocks freed where the profiler did not see it
@@ -1132,15 +1156,17 @@ def answer_oom(doc, measured, tracker, phase_name, e):
     return doc
 
 
-def make_tracker(torch, device, dev_info):
-    """The live-bytes tracker of the device (CUDA's allocator and NVML, or the CPU profiler)."""
+def make_tracker(torch, device, dev_info, name_collective_inputs=True):
+    """The live-bytes tracker of the device (CUDA's allocator and NVML, or the CPU profiler).
+    name_collective_inputs=False for code that swaps parameters (`to_empty` on DTensors refuses
+    the weak references the profiler's input shapes keep)."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.cuda.init()
         tracker = CudaTracker(torch, device)
         dev_info["driver"] = tracker.nvml.driver
         return tracker
-    return CpuTracker(torch)
+    return CpuTracker(torch, name_collective_inputs and distributed_world()[1] > 1)
 
 
 def measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info):
@@ -1154,7 +1180,7 @@ def measure_torchtitan_ranks(torch, args, scenario, doc, notes, device, dev_info
     doc["rank"] = rank
     doc["world_size"] = world
     doc["measured"] = {}
-    tracker = make_tracker(torch, device, dev_info)
+    tracker = make_tracker(torch, device, dev_info, name_collective_inputs=False)
     phase_name = name_phases(tracker)
     try:
         return measure_torchtitan(torch, args, scenario, doc, notes, device, tracker)
@@ -1661,14 +1687,17 @@ def self_test():
     # a free on an unwatched thread: block A (1,000 B) is never reported freed, then its address
     # is allocated again; B (500 B) lives across it and is freed where the profiler sees it
     lost_free = [[live, high] for _, live, high in live_bytes_timeline([
-        (1, 0xA000, 1000, 1000, None), (2, 0xB000, 500, 1500, None), (3, 0xA000, 1000, 2500, None),
-        (4, 0xB000, -500, 2000, None)])]
-    # a collective's staging copy (C, 300 B) no event frees: gone when the run that takes it as
-    # an input ends (5), not at the end of an earlier run on another tensor (3)
-    done = staging_copy_done(4, 0xC000, [(2, 3, {0xA000}), (4, 5, {0xC000}), (6, 9, {0xC000})])
+        (1, 0xA000, 1000, 1000, False), (2, 0xB000, 500, 1500, False),
+        (3, 0xA000, 1000, 2500, False), (4, 0xB000, -500, 2000, False)])]
+    # a collective's staging copy (C, 300 B, made inside the op at 4) no event frees: gone when
+    # the run that takes it as an input ends (5), not with an earlier run on another tensor (3);
+    # E (100 B), named by an op at 6 whose run ends at 9, is allocated at an address reused at 10
+    collectives = collectives_by_storage({4: {0xB000}, 6: {0xE000}}, {4: {0xC000}},
+                                         [(2, 3, {0xA000}), (4, 5, {0xC000}), (6, 9, {0xE000})])
     staging = [[t, live, high] for t, live, high in live_bytes_timeline([
-        (1, 0xA000, 1000, 1000, None), (4, 0xC000, 300, 1300, done),
-        (7, 0xD000, 200, 1500, None)])]
+        (1, 0xA000, 1000, 1000, False), (4, 0xC000, 300, 1300, True),
+        (5, 0xE000, 100, 1400, False), (7, 0xD000, 200, 1600, False),
+        (10, 0xE000, 50, 1650, False)], collectives)]
     return {"probe_version": PROBE_VERSION, "status": "ok", "self_test": records,
             "lost_free_check": lost_free, "staging_copy_check": staging, "environment": environment(torch, None)}
 
