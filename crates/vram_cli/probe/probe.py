@@ -184,8 +184,7 @@ class CpuTracker:
                 staging.setdefault(op, set()).add(ptr)
         collectives = collectives_by_storage(ops, staging, runs)
         timeline = live_bytes_timeline(
-            [(t, ptr, size, total, op is not None) for t, ptr, size, total, op in allocations],
-            collectives)
+            allocations, collectives)
         names = [n for n, _ in self.phases]
         walls = dict(self.phases)
         if failed_phase is not None and failed_phase not in walls:
@@ -240,7 +239,8 @@ def collectives_by_storage(ops, staging, runs):
 
 def live_bytes_timeline(allocations, collectives=None):
     """[(time_ns, live bytes by the events, the larger of that and the reporter's running total)]
-    for the allocation events (time_ns, ptr, alloc_size, total_allocated, made inside a c10d op),
+    for the allocation events (time_ns, ptr, alloc_size, total_allocated, start of the c10d op it
+    was made inside, or None),
     time-ordered, with the frees the profiler did not see put back (module doc). collectives:
     {ptr: [(c10d op start, end of its gloo run)]} (collectives_by_storage).
 
@@ -267,13 +267,13 @@ def live_bytes_timeline(allocations, collectives=None):
             ends[j] = t
             freed.add(j)
     stream = [(t, 0, i) for i, (t, _, _, _, _) in enumerate(allocations)]
-    for i, (t, ptr, size, _, staged) in enumerate(allocations):
+    for i, (t, ptr, size, _, own_op) in enumerate(allocations):
         if size <= 0 or i in freed:
             continue
         end = ends.get(i, float("inf"))
         done = [run_end for op_start, run_end in collectives.get(ptr, ())
-                if t <= op_start and run_end < end]
-        if done and (staged or end < float("inf")):
+                if (op_start >= t or op_start == own_op) and run_end < end]
+        if done and (own_op is not None or end < float("inf")):
             stream.append((max(done), 1, i))  # 1: after events of the same instant
     stream.sort()
     live = {}  # ptr -> allocation index the events hold there
@@ -1687,17 +1687,17 @@ def self_test():
     # a free on an unwatched thread: block A (1,000 B) is never reported freed, then its address
     # is allocated again; B (500 B) lives across it and is freed where the profiler sees it
     lost_free = [[live, high] for _, live, high in live_bytes_timeline([
-        (1, 0xA000, 1000, 1000, False), (2, 0xB000, 500, 1500, False),
-        (3, 0xA000, 1000, 2500, False), (4, 0xB000, -500, 2000, False)])]
-    # a collective's staging copy (C, 300 B, made inside the op at 4) no event frees: gone when
-    # the run that takes it as an input ends (5), not with an earlier run on another tensor (3);
-    # E (100 B), named by an op at 6 whose run ends at 9, is allocated at an address reused at 10
-    collectives = collectives_by_storage({4: {0xB000}, 6: {0xE000}}, {4: {0xC000}},
-                                         [(2, 3, {0xA000}), (4, 5, {0xC000}), (6, 9, {0xE000})])
+        (1, 0xA000, 1000, 1000, None), (2, 0xB000, 500, 1500, None),
+        (3, 0xA000, 1000, 2500, None), (4, 0xB000, -500, 2000, None)])]
+    # a collective's staging copy (C, 300 B, made at 5 inside the op of 4) no event frees: gone
+    # when the run that takes it as an input ends (6), not with an earlier run on another tensor
+    # (3); E (100 B), named by an op at 8 whose run ends at 9, has its address allocated again at 10
+    collectives = collectives_by_storage({4: {0xB000}, 8: {0xE000}}, {4: {0xC000}},
+                                         [(2, 3, {0xA000}), (5, 6, {0xC000}), (8, 9, {0xE000})])
     staging = [[t, live, high] for t, live, high in live_bytes_timeline([
-        (1, 0xA000, 1000, 1000, False), (4, 0xC000, 300, 1300, True),
-        (5, 0xE000, 100, 1400, False), (7, 0xD000, 200, 1600, False),
-        (10, 0xE000, 50, 1650, False)], collectives)]
+        (1, 0xA000, 1000, 1000, None), (5, 0xC000, 300, 1300, 4),
+        (6, 0xE000, 100, 1400, None), (7, 0xD000, 200, 1600, None),
+        (10, 0xE000, 50, 1650, None)], collectives)]
     return {"probe_version": PROBE_VERSION, "status": "ok", "self_test": records,
             "lost_free_check": lost_free, "staging_copy_check": staging, "environment": environment(torch, None)}
 

@@ -166,9 +166,10 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
             [1_000, 1_000]
         ]
     );
-    // a collective's own staging copy (300 B at 4) that no event frees leaves when the gloo run
-    // that takes it as input ends (5); a block a collective named (100 B at 5, its run ending at
-    // 9), whose address is allocated again at 10, leaves at 9: [time, live, with the total]
+    // a collective's own staging copy (300 B, made at 5 inside the op of 4) that no event frees
+    // leaves when the gloo run that takes it as input ends (6); a block a collective named (100 B
+    // at 6, its run ending at 9), whose address is allocated again at 10, leaves at 9:
+    // [time, live, with the total]
     let staging: Vec<Vec<u64>> = doc["staging_copy_check"]
         .as_array()
         .expect("staging_copy_check")
@@ -179,9 +180,9 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
         staging,
         [
             [1, 1_000, 1_000],
-            [4, 1_300, 1_300],
-            [5, 1_400, 1_400],
-            [5, 1_100, 1_100],
+            [5, 1_300, 1_300],
+            [6, 1_400, 1_400],
+            [6, 1_100, 1_100],
             [7, 1_300, 1_300],
             [9, 1_200, 1_200],
             [10, 1_250, 1_250]
