@@ -131,6 +131,8 @@ class CpuTracker:
         # the input shapes name the tensors each gloo run works on (finish(), under torchrun)
         self.prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                             record_shapes=name_collective_inputs, with_stack=False)
+        self.name_collective_inputs = name_collective_inputs
+        self.held = None
         self.prof.start()
         self.phases = []  # (name, wall_seconds)
         self.stopped = False
@@ -151,6 +153,9 @@ class CpuTracker:
         if not self.stopped:
             self.prof.stop()
             self.stopped = True
+            # what Python still holds: a block a collective named that the events keep to the end
+            # and no tensor holds was freed by gloo's thread (live_bytes_timeline)
+            self.held = python_held_storages(self.torch) if self.name_collective_inputs else None
         tree = self.prof.profiler.kineto_results.experimental_event_tree()
         allocations = []  # (time_ns, ptr, alloc_size, total_allocated, start of its c10d op)
         runs = []  # (start_ns, end_ns, storages of its inputs): gloo running a collective
@@ -183,8 +188,7 @@ class CpuTracker:
             if op is not None and size > 0:
                 staging.setdefault(op, set()).add(ptr)
         collectives = collectives_by_storage(ops, staging, runs)
-        timeline = live_bytes_timeline(
-            allocations, collectives)
+        timeline = live_bytes_timeline(allocations, collectives, self.held)
         names = [n for n, _ in self.phases]
         walls = dict(self.phases)
         if failed_phase is not None and failed_phase not in walls:
@@ -222,6 +226,20 @@ def input_storages(ev):
     return ptrs
 
 
+def python_held_storages(torch):
+    """Data pointers of the storages of every tensor the interpreter holds (DTensors' local
+    tensors, parameters, gradients and optimizer states included)."""
+    gc.collect()
+    ptrs = set()
+    for obj in gc.get_objects():
+        try:
+            if isinstance(obj, torch.Tensor) and obj.device.type == "cpu" and not obj.is_meta:
+                ptrs.add(int(obj.untyped_storage().data_ptr()))
+        except Exception:  # subclasses without a storage of their own (DTensor itself), sparse
+            continue
+    return ptrs
+
+
 def collectives_by_storage(ops, staging, runs):
     """{data pointer: [(c10d op start, end of the gloo run that carried it out)]} for every tensor a
     c10d op named and every copy gloo made inside one. An op's run is the first that starts with or
@@ -237,7 +255,7 @@ def collectives_by_storage(ops, staging, runs):
     return out
 
 
-def live_bytes_timeline(allocations, collectives=None):
+def live_bytes_timeline(allocations, collectives=None, held=None):
     """[(time_ns, live bytes by the events, the larger of that and the reporter's running total)]
     for the allocation events (time_ns, ptr, alloc_size, total_allocated, start of the c10d op it
     was made inside, or None),
@@ -250,7 +268,9 @@ def live_bytes_timeline(allocations, collectives=None):
       when that op's run ends;
     - any other block the events still hold when its address is allocated again (so it was freed
       by then), when the last run of a collective that named it ended before that; at that
-      allocation if none did.
+      allocation if none did;
+    - a block a collective named that the events hold to the end but no tensor does (held: the
+      data pointers Python holds when the profiler stops), when that collective's run ended.
     From then on it counts in neither figure (the reporter's total kept it too: its size table
     entry was overwritten or left behind, its bytes never subtracted)."""
     collectives = collectives or {}
@@ -273,7 +293,8 @@ def live_bytes_timeline(allocations, collectives=None):
         end = ends.get(i, float("inf"))
         done = [run_end for op_start, run_end in collectives.get(ptr, ())
                 if (op_start >= t or op_start == own_op) and run_end < end]
-        if done and (own_op is not None or end < float("inf")):
+        gone = own_op is not None or end < float("inf") or (held is not None and ptr not in held)
+        if done and gone:
             stream.append((max(done), 1, i))  # 1: after events of the same instant
     stream.sort()
     live = {}  # ptr -> allocation index the events hold there
@@ -1698,8 +1719,14 @@ def self_test():
         (1, 0xA000, 1000, 1000, None), (5, 0xC000, 300, 1300, 4),
         (6, 0xE000, 100, 1400, None), (7, 0xD000, 200, 1600, None),
         (10, 0xE000, 50, 1650, None)], collectives)]
+    # F (400 B) and G (600 B), each named by a collective whose run ends at 3, kept by the events to
+    # the end: F no tensor holds any more (freed at 3), G is still a tensor's
+    held_check = [[t, live, high] for t, live, high in live_bytes_timeline(
+        [(1, 0xF000, 400, 400, None), (2, 0x6000, 600, 1000, None), (4, 0xA000, 10, 1010, None)],
+        collectives_by_storage({2: {0xF000, 0x6000}}, {}, [(2, 3, {0xF000})]), held={0x6000})]
     return {"probe_version": PROBE_VERSION, "status": "ok", "self_test": records,
-            "lost_free_check": lost_free, "staging_copy_check": staging, "environment": environment(torch, None)}
+            "lost_free_check": lost_free, "staging_copy_check": staging,
+            "held_check": held_check, "environment": environment(torch, None)}
 
 
 def parse_args(argv):

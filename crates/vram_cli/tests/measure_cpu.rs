@@ -188,6 +188,23 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
             [10, 1_250, 1_250]
         ]
     );
+    // blocks a collective named (run ending at 3) that the events keep to the end: the one no
+    // tensor holds when the profiler stops (400 B) leaves at 3, the one a tensor holds stays
+    let held: Vec<Vec<u64>> = doc["held_check"]
+        .as_array()
+        .expect("held_check")
+        .iter()
+        .map(|row| row.as_array().expect("triple").iter().map(u).collect())
+        .collect();
+    assert_eq!(
+        held,
+        [
+            [1, 400, 400],
+            [2, 1_000, 1_000],
+            [3, 600, 600],
+            [4, 610, 610]
+        ]
+    );
 }
 
 #[test]
