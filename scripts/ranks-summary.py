@@ -41,56 +41,6 @@ for path in sorted(glob.glob(os.path.join(d, "*.json"))):
                 if p["name"] in ("forward_2", "backward_2", "optimizer_2", "step_2"):
                     errors[kind].append(abs(e))
         rows.append("| %s | %d | %s | %s |" % (case, rank, " / ".join(states), " · ".join(peaks)))
-def zero3_net_line():
-    """ZeRO 3's steady-state peaks against the measurement less what the rank held after the step
-    beyond what the estimate holds then (weights, optimizer states and the gradient partition
-    buffer ZeRO 3 keeps for good): on CPU, what gloo still holds from DeepSpeed's initialisation."""
-    held, errs = [], []
-    for path in sorted(glob.glob(os.path.join(d, "zero3-*.json"))):
-        for r in json.load(open(path))["ranks"]:
-            m = r["measured"]
-            est = r["estimate"]
-            # what the rank holds after the step beyond what the estimate holds then (weights,
-            # states, the gradient partition buffer)
-            mo = [p for p in m["phases"] if p["name"] == "optimizer_2"][0]["allocated_bytes"]
-            eo = [p for p in est["phases"] if p["name"] == "optimizer_2"][0]["allocated"]["estimated_bytes"]
-            left = mo - eo
-            held.append(left)
-            for p in est["phases"]:
-                if p["name"].endswith("_2"):
-                    pk = p["peak_allocated"]
-                    net = pk["measured_bytes"] - left
-                    errs.append(abs(pk["estimated_bytes"] - net) / net * 100)
-    if not errs:
-        return "none measured."
-    return "with what each rank held after the step beyond its weights, states and gradient partition (%.0f-%.0f MB, gloo) taken off: %s." % (
-        min(held) / 1e6, max(held) / 1e6, stats(errs))
-
-
-def titan_leftover_line():
-    """The torchtitan ranks split by what the allocator still held after the last optimizer step
-    beyond the weights, optimizer states and buffers (gloo's collective outputs: no Python tensor
-    references them)."""
-    clean, held = [], []
-    for path in sorted(glob.glob(os.path.join(d, "titan-*.json"))):
-        for r in json.load(open(path))["ranks"]:
-            m = r["measured"]
-            last = [p for p in m["phases"] if p["name"] == "optimizer_2"][0]["allocated_bytes"]
-            left = last - m["weights_bytes"] - m["optimizer_bytes"] - m.get("buffers_bytes", 0)
-            errs = [abs(p["peak_allocated"]["error_percent"]) for p in r["estimate"]["phases"]
-                    if p["name"].endswith("_2")]
-            (clean if left < (4 << 20) else held).append((left, max(errs)))
-    if not clean and not held:
-        return "none measured."
-    line = "%d of %d ranks held nothing else after the step" % (len(clean), len(clean) + len(held))
-    if clean:
-        line += " and agree within %.2f %%" % max(e for _, e in clean)
-    if held:
-        line += "; the other %d held %.0f-%.0f MB more (gloo) and agree within %.1f %%, the estimate below" % (
-            len(held), min(l for l, _ in held) / 1e6, max(l for l, _ in held) / 1e6, max(e for _, e in held))
-    return line + "."
-
-
 def stats(errs):
     if not errs:
         return "no phase peaks"
@@ -133,15 +83,21 @@ out = ["# Per-rank CPU measurements (`vram measure --nproc N`)", "",
        "- tensor parallel × FSDP2: %s;" % stats(errors["tp+fsdp2"]),
        "- torchtitan (TP + SP, PP, FSDP2 and their combinations): %s;" % stats(errors["titan"]),
        "- DeepSpeed ZeRO 1 and 2: %s;" % stats(errors["zero"]),
-       "- DeepSpeed ZeRO 3: %s; %s" % (stats(errors["zero3"]), zero3_net_line()), "",
-       "Ranks of one case differ by what gloo still holds: outputs of its CPU collectives are released",
-       "late, by a different amount on each rank and run (a bare 1 MiB all-reduce repeated 60 times left",
-       "7–10 MiB allocated). Under tensor parallelism that is a few hidden-size tensors per step; under",
-       "FSDP2 a layer's or the root group's all-gathered size (the same case measured twice differed by",
-       "up to 9 % in one phase). NCCL on CUDA has no such retention and the estimate does not model it:",
-       "it is why measured peaks sit above the estimate on some ranks. Where no rank held such a",
-       "buffer (Qwen2 at 2 and 4 ranks, TinyLlama under FSDP2), every rank and phase agrees within 0.1 %.",
-       "torchtitan ranks: %s" % titan_leftover_line(), "",
+       "- DeepSpeed ZeRO 3: %s." % stats(errors["zero3"]), "",
+       "Frees on gloo's threads: the CPU tracker reads the profiler's allocation events, and the",
+       "profiler records a free only on a thread it watches. `ProcessGroupGloo::runLoop` keeps each",
+       "work, and the tensors it holds, until it re-takes its queue lock; when the caller has dropped",
+       "them by then, the worker thread frees them unreported. Until 2026-12-07 such blocks stayed in",
+       "the count for good, a different amount on each rank and run, and were read as gloo keeping",
+       "buffers (26-688 MB per rank under ZeRO 3, 6-95 MB under torchtitan). The probe now takes them",
+       "out ([measure-report.md](../../measure-report.md), CPU counting) when the last gloo run of a",
+       "collective that held them ended: a copy gloo made for itself inside a `c10d::` op",
+       "(`_reduce_scatter_base_` clones its input), a block whose address the allocator hands out",
+       "again, and a block no tensor holds when the profiler stops. torchtitan runs, which cannot",
+       "record input shapes, have the address bound alone (the reuse itself).", "",
+       "The ZeRO 1 and 2 estimate is the fullest rank's: DeepSpeed's gradient partition buffer holds",
+       "every gradient that overlaps the rank's partition whole, so ranks differ with where the",
+       "partition boundaries fall, and the others sit below the estimate.", "",
        "| case | rank | weights / gradients / optimizer (B) | forward_2 · backward_2 (or step_2) · optimizer_2 peak |",
        "|---|---|---|---|"] + rows + [""]
 open(os.path.join(d, "README.md"), "w").write("\n".join(out))
