@@ -110,6 +110,16 @@ fn u(v: &serde_json::Value) -> u64 {
         .unwrap_or_else(|| panic!("not a byte count: {v}"))
 }
 
+/// The probe's self-test rows under `key`: arrays of byte counts (and times).
+fn number_rows(doc: &serde_json::Value, key: &str) -> Vec<Vec<u64>> {
+    doc[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key}"))
+        .iter()
+        .map(|row| row.as_array().expect("a row").iter().map(u).collect())
+        .collect()
+}
+
 fn phase<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     report["measured"]["phases"]
         .as_array()
@@ -151,12 +161,7 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
     assert_eq!(get("free"), (18_432, 20_432));
     // a block freed on a thread the profiler does not watch leaves the count when its address is
     // allocated again: [live bytes by the events, with the reporter's total] after each event
-    let lost: Vec<Vec<u64>> = doc["lost_free_check"]
-        .as_array()
-        .expect("lost_free_check")
-        .iter()
-        .map(|row| row.as_array().expect("pair").iter().map(u).collect())
-        .collect();
+    let lost = number_rows(&doc, "lost_free_check");
     assert_eq!(
         lost,
         [
@@ -170,12 +175,7 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
     // leaves when the gloo run that takes it as input ends (6); a block a collective named (100 B
     // at 6, its run ending at 9), whose address is allocated again at 10, leaves at 9:
     // [time, live, with the total]
-    let staging: Vec<Vec<u64>> = doc["staging_copy_check"]
-        .as_array()
-        .expect("staging_copy_check")
-        .iter()
-        .map(|row| row.as_array().expect("triple").iter().map(u).collect())
-        .collect();
+    let staging = number_rows(&doc, "staging_copy_check");
     assert_eq!(
         staging,
         [
@@ -190,12 +190,7 @@ fn tracker_counts_storages_and_a_matmul_peaks_at_exactly_its_three_operands() {
     );
     // blocks a collective named (run ending at 3) that the events keep to the end: the one no
     // tensor holds when the profiler stops (400 B) leaves at 3, the one a tensor holds stays
-    let held: Vec<Vec<u64>> = doc["held_check"]
-        .as_array()
-        .expect("held_check")
-        .iter()
-        .map(|row| row.as_array().expect("triple").iter().map(u).collect())
-        .collect();
+    let held = number_rows(&doc, "held_check");
     assert_eq!(
         held,
         [
