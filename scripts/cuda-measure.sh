@@ -104,7 +104,6 @@ matches() {
 trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
 
 start_all=$(date +%s)
-CONFIGS_DIR_FOR_RANKS="$ROOT/crates/vram_core/presets"
 timings="$OUT_DIR/.timings.tsv"
 : > "$timings"
 watched=0
@@ -141,21 +140,16 @@ watched=0
   echo "   $status in $((t1 - t0)) s" >&2
   printf '%s\t%s\t%s\t%s\n' "$id" "$config" "$((t1 - t0))" "$status" >> "$timings"
 done
-# Per-rank FSDP2 cases (issue 10) under torchrun with NCCL: one GPU per rank, so only where the
-# machine has at least two (a single lent GPU skips them, and says so).
+# The per-rank matrix (issue 10: scripts/measure-ranks.sh, transformers' TP, FSDP2, torchtitan,
+# DeepSpeed ZeRO) under torchrun with NCCL, one GPU per rank: only where the machine has two or
+# more, and only the cases that fit its GPU count (a single lent GPU skips them, and says so).
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$ngpu" -ge 2 ]; then
   mkdir -p "$OUT_DIR/ranks"
-  for n in 2 4; do
-    [ "$n" -le "$ngpu" ] || continue
-    id="smollm2-4l-fsdp2-n$n-bf16-mixed-adamw-b2-s512"
-    echo "== $id" >&2
-    "$VRAM" measure "$CONFIGS_DIR_FOR_RANKS/HuggingFaceTB__SmolLM2-135M-Instruct.json" --set num_hidden_layers=4 \
-      --device cuda --dtype fp32 --mixed-precision bf16 --optimizer adamw --batch 2 --seq 512 \
-      --nproc "$n" --fsdp2 --json "$OUT_DIR/ranks/$id.json" >/dev/null 2>"$OUT_DIR/ranks/$id.err" || echo "   failed: $(tail -1 "$OUT_DIR/ranks/$id.err")" >&2
-  done
+  VRAM="$VRAM" VRAM_DEVICE=cuda MAX_NPROC="$ngpu" OUT_DIR="$OUT_DIR/ranks" \
+    bash scripts/measure-ranks.sh "${RANKS_REGEX:-.}" || echo "   a per-rank case failed" >&2
 else
-  echo "cuda-measure: $ngpu GPU(s): the per-rank FSDP2 cases need 2 or more, skipped" >&2
+  echo "cuda-measure: $ngpu GPU(s): the per-rank cases need 2 or more, skipped" >&2
 fi
 # vLLM start-up logs (issue 13), where the python has vLLM: each case started with dummy weights, its
 # log kept, and the estimate of the same start-up for the installed release written beside it

@@ -3,6 +3,8 @@
 # transformers' tensor parallelism under torchrun (issue 10), then their README table
 # (scripts/ranks-summary.py).
 #   scripts/measure-ranks.sh [REGEX]    # env: VRAM (binary), VRAM_PYTHON, OUT_DIR; REGEX: case ids to run
+# VRAM_DEVICE=cuda (default cpu) runs the same cases with NCCL, one GPU per rank (scripts/cuda-measure.sh
+# does on a machine with 2 or more GPUs); MAX_NPROC skips the cases that need more ranks.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -15,12 +17,22 @@ if [ -z "${VRAM:-}" ]; then
   cp target/debug/vram "$VRAM"
 fi
 ONLY="${1:-.}"
+DEVICE="${VRAM_DEVICE:-cpu}"
+MAX_NPROC="${MAX_NPROC:-64}"
 run() {
   local id=$1; shift
   [[ "$id" =~ $ONLY ]] || return 0
+  local args=" $* "
+  local n="${args##* --nproc }"; n="${n%% *}"
+  if [ "$n" -gt "$MAX_NPROC" ]; then
+    echo "== $id: needs $n ranks, $MAX_NPROC available: skipped" >&2
+    return 0
+  fi
   echo "== $id" >&2
-  nice -n 10 "$VRAM" measure "$@" --device cpu --json "$OUT_DIR/$id.json" >/dev/null
+  nice -n 10 "$VRAM" measure "$@" --device "$DEVICE" --json "$OUT_DIR/$id.json" >/dev/null \
+    || { echo "   $id failed" >&2; FAILED=$((FAILED + 1)); }
 }
+FAILED=0
 fsdp2() { local id=$1; shift; run "$id" "$@" --fsdp2; }
 # transformers' own tensor parallelism: the model's tp_plan over every rank
 tp() { local id=$1 n=$2; shift 2; run "$id" "$@" --framework hf --tp "$n" --nproc "$n"; }
@@ -75,3 +87,4 @@ zero zero3-tinyllama-2l-n2-mixed-b1-s64 2 3 $T --set num_hidden_layers=2 --dtype
 zero zero3-smollm2-4l-n4-fp32-b2-s128 4 3 $S --set num_hidden_layers=4 --dtype fp32 --mixed-precision none --batch 2 --seq 128
 zero zero3-tinyllama-2l-n2-fp32-lora16-b1-s64 2 3 $T --set num_hidden_layers=2 --dtype fp32 --mixed-precision none --batch 1 --seq 64 --lora-r 16 --lora-targets all-linear
 python3 scripts/ranks-summary.py "$OUT_DIR"
+[ "$FAILED" -eq 0 ] || { echo "measure-ranks: $FAILED case(s) failed" >&2; exit 1; }
