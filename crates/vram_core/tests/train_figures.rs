@@ -107,6 +107,38 @@ fn zero3_on_8_gpus_partitions_weights_gradients_states_and_master() {
     assert_eq!(e.optimizer_bytes, (12 * p).div_ceil(8));
 }
 
+/// DeepSpeed allocates its whole reduce (IPG) bucket however few parameters train: HF's "auto"
+/// makes it hidden² elements in the gradient dtype, so LoRA on Llama-3.1-8B under bf16 ZeRO 3
+/// keeps 4096² × 2 B, not its 3,407,872 trainable parameters' worth (measured on TinyLlama in fp32
+/// with LoRA: 2048² × 4 = 16,777,216 B, docs/measurements/ranks).
+#[test]
+fn zero_reduce_bucket_is_whole_under_lora() {
+    let s = Scenario {
+        zero: ZeroStage(3),
+        gpus: 8,
+        lora: Some(Lora {
+            r: 8,
+            alpha: 16,
+            targets: LoraTargets::Default,
+            base_quant: BaseQuant::None,
+        }),
+        ..pure_bf16()
+    };
+    let e = estimate_training(
+        &spec("meta-llama__Llama-3.1-8B"),
+        &s,
+        &DeviceOverheads::default(),
+    )
+    .unwrap();
+    assert_eq!(e.trainable_params, 3_407_872);
+    let bucket = e
+        .terms
+        .iter()
+        .find(|t| t.key == "zero_reduce_bucket")
+        .map(|t| t.bytes);
+    assert_eq!(bucket, Some(4096 * 4096 * 2));
+}
+
 /// The `zero3_gathered_params` component of phase `name`.
 fn gathered_in(e: &vram_core::train::TrainEstimate, name: &str) -> u64 {
     e.phases
