@@ -31,18 +31,20 @@ freeing thread). Under torchrun, gloo's worker threads run each collective under
 profiler state, but `ProcessGroupGloo::runLoop` keeps the work (and the tensors it holds) until it
 re-takes its queue lock; when that reference is the last one, the free is not reported and both the
 events and the running total keep the block for good. Such a block was freed when the last
-collective that held it ended (a "gloo:..." range on a worker thread), and two facts tell which
+collective that held it ended (a "gloo:..." range on a worker thread), and three facts tell which
 blocks: a copy gloo made for itself inside a `c10d::` op (`_reduce_scatter_base_` clones its input)
-is held by the work alone, and any other block whose address the allocator hands out again was freed
-by then (without a collective that named it, it leaves the count there: a late bound). The probe
-records input shapes under torchrun to name a collective's tensors, except for torchtitan, whose
-`to_empty` on DTensors refuses the weak references they keep: there the address bound alone applies.
+is held by the work alone; any other block whose address the allocator hands out again was freed
+by then (without a collective that named it, it leaves the count there: a late bound); and a block
+a collective named that no tensor holds when the profiler stops was freed too. The probe records
+input shapes under torchrun to name a collective's tensors, except for torchtitan, whose `to_empty`
+on DTensors refuses the weak references they keep: there the address bound alone applies.
 
 CUDA: torch.cuda.memory_allocated / max_memory_allocated (peak reset at each phase start) /
 memory_reserved / max_memory_reserved, and the device memory NVML reports for this process
 (pynvml if importable, else nvidia-smi --query-compute-apps), which includes the CUDA context.
 """
 
+import bisect
 import contextlib
 import gc
 import json
@@ -243,12 +245,15 @@ def python_held_storages(torch):
 def collectives_by_storage(ops, staging, runs):
     """{data pointer: [(c10d op start, end of the gloo run that carried it out)]} for every tensor a
     c10d op named and every copy gloo made inside one. An op's run is the first that starts with or
-    after it and takes one of those tensors as an input (gloo's workers run the queue in order)."""
+    after it and takes one of those tensors as an input (gloo's workers run the queue in order).
+    runs: sorted by start."""
     out = {}
+    run_starts = [r[0] for r in runs]
     for start in sorted(ops):
         named = ops[start] | staging.get(start, set())
-        for run_start, run_end, storages in runs:
-            if run_start >= start and storages & named:
+        for k in range(bisect.bisect_left(run_starts, start), len(runs)):
+            _, run_end, storages = runs[k]
+            if storages & named:
                 for ptr in named:
                     out.setdefault(ptr, []).append((start, run_end))
                 break
@@ -291,11 +296,11 @@ def live_bytes_timeline(allocations, collectives=None, held=None):
         if size <= 0 or i in freed:
             continue
         end = ends.get(i, float("inf"))
-        done = [run_end for op_start, run_end in collectives.get(ptr, ())
-                if (op_start >= t or op_start == own_op) and run_end < end]
+        done = max((run_end for op_start, run_end in collectives.get(ptr, ())
+                    if (op_start >= t or op_start == own_op) and run_end < end), default=None)
         gone = own_op is not None or end < float("inf") or (held is not None and ptr not in held)
-        if done and gone:
-            stream.append((max(done), 1, i))  # 1: after events of the same instant
+        if done is not None and gone:
+            stream.append((done, 1, i))  # 1: after events of the same instant
     stream.sort()
     live = {}  # ptr -> allocation index the events hold there
     lost = 0   # bytes of blocks freed where the profiler did not see it
