@@ -8,6 +8,16 @@ fn spec(id: &str) -> vram_core::ModelSpec {
     vram_core::parse_config(vram_core::presets::find(id).unwrap().json, None).unwrap()
 }
 
+/// Llama-3.1-8B's training estimate for `s`, on the default device.
+fn llama_8b(s: &Scenario) -> vram_core::train::TrainEstimate {
+    estimate_training(
+        &spec("meta-llama__Llama-3.1-8B"),
+        s,
+        &DeviceOverheads::default(),
+    )
+    .unwrap()
+}
+
 fn pure_bf16() -> Scenario {
     Scenario {
         dtype: Dtype::Bf16,
@@ -60,23 +70,23 @@ fn llama_8b_layer_saves_200840_bytes_per_token_in_pure_bf16_sdpa() {
     assert_eq!(layers, 32 * 2048 * 200_840);
 }
 
+/// peft's defaults for a Llama: rank 8 on q_proj and v_proj, the base unquantized.
+fn lora_r8() -> Lora {
+    Lora {
+        r: 8,
+        alpha: 16,
+        targets: LoraTargets::Default,
+        base_quant: BaseQuant::None,
+    }
+}
+
 #[test]
 fn llama_8b_lora_q_v_trainable_is_peft_count() {
     let s = Scenario {
-        lora: Some(Lora {
-            r: 8,
-            alpha: 16,
-            targets: LoraTargets::Default,
-            base_quant: BaseQuant::None,
-        }),
+        lora: Some(lora_r8()),
         ..pure_bf16()
     };
-    let e = estimate_training(
-        &spec("meta-llama__Llama-3.1-8B"),
-        &s,
-        &DeviceOverheads::default(),
-    )
-    .unwrap();
+    let e = llama_8b(&s);
     assert_eq!(e.trainable_params, 3_407_872);
     // fp32 adapters (peft autocast_adapter_dtype): grads 4 B, AdamW states 8 B per parameter.
     assert_eq!(e.gradients_bytes, 3_407_872 * 4);
@@ -95,12 +105,7 @@ fn zero3_on_8_gpus_partitions_weights_gradients_states_and_master() {
         gpus: 8,
         ..pure_bf16()
     };
-    let e = estimate_training(
-        &spec("meta-llama__Llama-3.1-8B"),
-        &s,
-        &DeviceOverheads::default(),
-    )
-    .unwrap();
+    let e = llama_8b(&s);
     let p: u64 = 8_030_261_248;
     assert_eq!(e.weights_bytes, (2 * p).div_ceil(8));
     assert_eq!(e.gradients_bytes, (2 * p).div_ceil(8));
@@ -116,20 +121,10 @@ fn zero_reduce_bucket_is_whole_under_lora() {
     let s = Scenario {
         zero: ZeroStage(3),
         gpus: 8,
-        lora: Some(Lora {
-            r: 8,
-            alpha: 16,
-            targets: LoraTargets::Default,
-            base_quant: BaseQuant::None,
-        }),
+        lora: Some(lora_r8()),
         ..pure_bf16()
     };
-    let e = estimate_training(
-        &spec("meta-llama__Llama-3.1-8B"),
-        &s,
-        &DeviceOverheads::default(),
-    )
-    .unwrap();
+    let e = llama_8b(&s);
     assert_eq!(e.trainable_params, 3_407_872);
     let bucket = e
         .terms
@@ -162,12 +157,7 @@ fn zero3_gathers_up_to_the_live_limit_from_the_second_step_on() {
         gpus: 8,
         ..pure_bf16()
     };
-    let big = estimate_training(
-        &spec("meta-llama__Llama-3.1-8B"),
-        &s,
-        &DeviceOverheads::default(),
-    )
-    .unwrap();
+    let big = llama_8b(&s);
     // 8,030,261,248 parameters, 266,240 of them in norms: the live limit binds, × 2 B
     assert_eq!(gathered_in(&big, "forward_2"), 2_000_000_000);
     // the first step gathers one module at a time: at most the head, 128,256 × 4,096 × 2 B
